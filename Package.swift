@@ -1,0 +1,73 @@
+// swift-tools-version:5.10
+import PackageDescription
+
+// Layout (one target per concern):
+//   CGStreamer, CSoup, CAvahi   system library modules (pkg-config) + tiny inline shims
+//   GStreamerSupport            the unsafe C boundary: typed Swift over GStreamer/GLib
+//   RecorderCore                pure Swift: config, TOML, pipeline templates, chunk catalog, retention
+//   Recorder                    the media engine: pipeline, frame path, chunk lifecycle, service
+//   allspark-recorder           the command-line executable
+let package = Package(
+    name: "allspark-recorder",
+    platforms: [.macOS(.v13)],
+    products: [
+        .executable(name: "allspark-recorder", targets: ["allspark-recorder"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CGStreamer",
+            pkgConfig: "gstreamer-1.0 gstreamer-app-1.0 gstreamer-video-1.0 gstreamer-pbutils-1.0",
+            providers: [.apt(["libgstreamer1.0-dev", "libgstreamer-plugins-base1.0-dev"])]
+        ),
+        .systemLibrary(
+            name: "CSoup",
+            pkgConfig: "libsoup-3.0",
+            providers: [.apt(["libsoup-3.0-dev"])]
+        ),
+        .systemLibrary(
+            name: "CAvahi",
+            pkgConfig: "avahi-client avahi-glib",
+            providers: [.apt(["libavahi-client-dev", "libavahi-glib-dev"])]
+        ),
+        .target(
+            name: "GStreamerSupport",
+            dependencies: ["CGStreamer", .product(name: "Logging", package: "swift-log")]
+        ),
+        .target(
+            name: "RecorderCore",
+            dependencies: [.product(name: "Logging", package: "swift-log")]
+        ),
+        .target(
+            name: "Recorder",
+            dependencies: [
+                "RecorderCore", "GStreamerSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "allspark-recorder",
+            dependencies: [
+                "Recorder", "RecorderCore", "GStreamerSupport",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .target(
+            name: "RecorderTestSupport",
+            dependencies: ["Recorder", "RecorderCore", "GStreamerSupport"],
+            path: "Tests/RecorderTestSupport"
+        ),
+        .testTarget(
+            name: "RecorderCoreTests",
+            dependencies: ["RecorderCore"]
+        ),
+        .testTarget(
+            name: "RecorderTests",
+            dependencies: ["Recorder", "RecorderCore", "GStreamerSupport", "RecorderTestSupport"]
+        ),
+    ]
+)

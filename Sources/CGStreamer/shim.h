@@ -1,0 +1,41 @@
+// The few GStreamer/GLib macros Swift cannot import, as static inline
+// functions. Nothing else belongs here: typed Swift lives in GStreamerSupport.
+#ifndef ALLSPARK_CGSTREAMER_SHIM_H
+#define ALLSPARK_CGSTREAMER_SHIM_H
+
+#include <gst/gst.h>
+#include <gst/app/gstappsink.h>
+#include <gst/app/gstappsrc.h>
+#include <gst/video/video.h>
+#include <gst/pbutils/pbutils.h>
+#include <glib-unix.h>
+
+static inline GstMessageType cgst_message_type(GstMessage *m) { return GST_MESSAGE_TYPE(m); }
+static inline GstObject *cgst_message_src(GstMessage *m) { return GST_MESSAGE_SRC(m); }
+static inline GstClockTime cgst_buffer_pts(GstBuffer *b) { return GST_BUFFER_PTS(b); }
+static inline GstClockTime cgst_buffer_duration(GstBuffer *b) { return GST_BUFFER_DURATION(b); }
+static inline gboolean cgst_buffer_is_delta(GstBuffer *b) { return GST_BUFFER_FLAG_IS_SET(b, GST_BUFFER_FLAG_DELTA_UNIT); }
+static inline GstBuffer *cgst_buffer_ref(GstBuffer *b) { return gst_buffer_ref(b); }
+static inline void cgst_buffer_unref(GstBuffer *b) { gst_buffer_unref(b); }
+static inline GstBuffer *cgst_buffer_make_writable(GstBuffer *b) { return gst_buffer_make_writable(b); }
+static inline void cgst_sample_unref(GstSample *s) { gst_sample_unref(s); }
+static inline void cgst_message_unref(GstMessage *m) { gst_message_unref(m); }
+static inline void cgst_caps_unref(GstCaps *c) { gst_caps_unref(c); }
+static inline void cgst_event_unref(GstEvent *e) { gst_event_unref(e); }
+static inline GstClockTime cgst_clock_time_none(void) { return GST_CLOCK_TIME_NONE; }
+static inline gboolean cgst_clock_time_is_valid(GstClockTime t) { return GST_CLOCK_TIME_IS_VALID(t); }
+static inline GstEvent *cgst_pad_probe_info_event(GstPadProbeInfo *i) { return GST_PAD_PROBE_INFO_EVENT(i); }
+static inline GstBuffer *cgst_pad_probe_info_buffer(GstPadProbeInfo *i) { return GST_PAD_PROBE_INFO_BUFFER(i); }
+static inline GstEventType cgst_event_type(GstEvent *e) { return GST_EVENT_TYPE(e); }
+static inline GType cgst_type_app_sink(void) { return GST_TYPE_APP_SINK; }
+static inline GType cgst_type_app_src(void) { return GST_TYPE_APP_SRC; }
+static inline GType cgst_type_bin(void) { return GST_TYPE_BIN; }
+static inline gboolean cgst_is_type(gpointer obj, GType t) { return G_TYPE_CHECK_INSTANCE_TYPE(obj, t); }
+static inline const gchar *cgst_object_name(gpointer obj) { return GST_OBJECT_NAME(obj); }
+
+/* g_signal_connect is a macro over g_signal_connect_data. */
+static inline gulong cgst_signal_connect(gpointer instance, const gchar *signal, GCallback cb, gpointer data) {
+    return g_signal_connect_data(instance, signal, cb, data, NULL, (GConnectFlags)0);
+}
+
+#endif
