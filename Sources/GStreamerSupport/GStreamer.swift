@@ -1,0 +1,224 @@
+import CGStreamer
+import Foundation
+
+// The unsafe C boundary of the project: every raw GStreamer/GLib pointer is
+// wrapped here, in typed Swift that owns its references. Nothing outside
+// this module touches CGStreamer.
+
+public typealias ClockTime = GstClockTime
+
+public enum GStreamer {
+    private static let initOnce: Void = { gst_init(nil, nil) }()
+
+    /// Initialises GStreamer once per process.
+    public static func initialize() { _ = initOnce }
+
+    public static var version: String {
+        initialize()
+        return String(cString: gst_version_string())
+    }
+
+    /// Whether an element factory (a plugin feature) is installed.
+    public static func hasElement(_ factory: String) -> Bool {
+        initialize()
+        guard let f = gst_element_factory_find(factory) else { return false }
+        gst_object_unref(UnsafeMutableRawPointer(f))
+        return true
+    }
+
+    public static let clockTimeNone: ClockTime = cgst_clock_time_none()
+    public static let second: ClockTime = 1_000_000_000
+}
+
+/// A GStreamer error raised while building or running a pipeline.
+public struct GStreamerError: Error, CustomStringConvertible {
+    public var message: String
+    public var debug: String?
+    public init(_ message: String, debug: String? = nil) {
+        self.message = message
+        self.debug = debug
+    }
+    public var description: String { message }
+}
+
+/// Takes ownership of a GError and turns it into a Swift error.
+func consume(_ error: UnsafeMutablePointer<GError>?) -> GStreamerError {
+    guard let error else { return GStreamerError("unknown error") }
+    defer { g_error_free(error) }
+    return GStreamerError(String(cString: error.pointee.message))
+}
+
+/// A strong reference to a GstElement (or any GstObject subclass used as one).
+public class Element: @unchecked Sendable {
+    public let pointer: UnsafeMutablePointer<GstElement>
+
+    /// Wraps a reference the caller already owns (transfer full).
+    public init(owning pointer: UnsafeMutablePointer<GstElement>) {
+        self.pointer = pointer
+    }
+
+    /// Wraps a borrowed pointer, taking a reference of our own (sinks floating refs).
+    public init(borrowing pointer: UnsafeMutablePointer<GstElement>) {
+        self.pointer = pointer
+        gst_object_ref_sink(UnsafeMutableRawPointer(pointer))
+    }
+
+    deinit { gst_object_unref(UnsafeMutableRawPointer(pointer)) }
+
+    public static func make(_ factory: String, name: String? = nil) throws -> Element {
+        GStreamer.initialize()
+        guard let e = gst_element_factory_make(factory, name) else {
+            throw GStreamerError("cannot create element '\(factory)': the plugin is not installed")
+        }
+        return Element(borrowing: e)
+    }
+
+    var gobject: UnsafeMutablePointer<GObject> { UnsafeMutableRawPointer(pointer).assumingMemoryBound(to: GObject.self) }
+
+    public var name: String { String(cString: cgst_object_name(pointer)) }
+
+    /// Name of the factory that made this element (`splitmuxsink`, `appsink`, …).
+    public var factoryName: String? {
+        guard let factory = gst_element_get_factory(pointer) else { return nil }
+        return String(cString: cgst_object_name(UnsafeMutableRawPointer(factory)))
+    }
+
+    public func hasProperty(_ name: String) -> Bool {
+        g_object_class_find_property(UnsafeMutableRawPointer(gobject.pointee.g_type_instance.g_class).assumingMemoryBound(to: GObjectClass.self), name) != nil
+    }
+
+    /// Sets any property from its string form, as gst-launch would
+    /// (enums by nick, structures in their serialised form).
+    public func set(_ property: String, _ value: String) {
+        gst_util_set_object_arg(gobject, property, value)
+    }
+
+    public func set(_ property: String, _ value: Bool) { set(property, value ? "true" : "false") }
+    public func set<I: BinaryInteger>(_ property: String, _ value: I) { set(property, String(value)) }
+
+    public func clockTime(_ property: String) -> ClockTime {
+        var value = GValue()
+        g_value_init(&value, GType(11 << 2))  // G_TYPE_UINT64
+        defer { g_value_unset(&value) }
+        g_object_get_property(gobject, property, &value)
+        return g_value_get_uint64(&value)
+    }
+
+    public func string(_ property: String) -> String? {
+        var value = GValue()
+        g_value_init(&value, GType(16 << 2))  // G_TYPE_STRING
+        defer { g_value_unset(&value) }
+        g_object_get_property(gobject, property, &value)
+        return g_value_get_string(&value).map { String(cString: $0) }
+    }
+
+    public enum State { case null, ready, paused, playing }
+
+    /// Changes state; false when the change failed outright (the bus says why).
+    @discardableResult
+    public func setState(_ state: State) -> Bool {
+        let target: GstState
+        switch state {
+        case .null: target = GST_STATE_NULL
+        case .ready: target = GST_STATE_READY
+        case .paused: target = GST_STATE_PAUSED
+        case .playing: target = GST_STATE_PLAYING
+        }
+        return gst_element_set_state(pointer, target) != GST_STATE_CHANGE_FAILURE
+    }
+
+    public func syncStateWithParent() { gst_element_sync_state_with_parent(pointer) }
+
+    public var baseTime: ClockTime { gst_element_get_base_time(pointer) }
+
+    public func staticPad(_ name: String) -> Pad? {
+        gst_element_get_static_pad(pointer, name).map(Pad.init(owning:))
+    }
+
+    public func sendEvent(_ event: UnsafeMutablePointer<GstEvent>) -> Bool {
+        gst_element_send_event(pointer, event) != 0
+    }
+
+    public func sendEOS() -> Bool { sendEvent(gst_event_new_eos()) }
+}
+
+public final class Pad: @unchecked Sendable {
+    public let pointer: UnsafeMutablePointer<GstPad>
+    init(owning pointer: UnsafeMutablePointer<GstPad>) { self.pointer = pointer }
+    deinit { gst_object_unref(UnsafeMutableRawPointer(pointer)) }
+
+    public var peer: Pad? { gst_pad_get_peer(pointer).map(Pad.init(owning:)) }
+
+    public func link(to sink: Pad) -> Bool { gst_pad_link(pointer, sink.pointer) == GST_PAD_LINK_OK }
+    public func unlink(from sink: Pad) { gst_pad_unlink(pointer, sink.pointer) }
+
+    /// Sends end-of-stream into this (sink) pad.
+    public func sendEndOfStream() -> Bool { gst_pad_send_event(pointer, gst_event_new_eos()) != 0 }
+}
+
+/// Looks up the file duration with GstDiscoverer; nil when it is not playable.
+public enum MediaProbe {
+    public static func duration(of url: URL, timeoutSeconds: Double = 10) -> Double? {
+        GStreamer.initialize()
+        var error: UnsafeMutablePointer<GError>?
+        guard let discoverer = gst_discoverer_new(ClockTime(timeoutSeconds * 1e9), &error) else {
+            if let error { g_error_free(error) }
+            return nil
+        }
+        defer { g_object_unref(discoverer) }
+        guard let uri = gst_filename_to_uri(url.path, nil) else { return nil }
+        defer { g_free(uri) }
+        guard let info = gst_discoverer_discover_uri(discoverer, uri, &error) else {
+            if let error { g_error_free(error) }
+            return nil
+        }
+        defer { g_object_unref(UnsafeMutableRawPointer(info)) }
+        if let error { g_error_free(error) }
+        guard gst_discoverer_info_get_result(info) == GST_DISCOVERER_OK else { return nil }
+        let videoStreams = gst_discoverer_info_get_video_streams(info)
+        defer { gst_discoverer_stream_info_list_free(videoStreams) }
+        guard videoStreams != nil else { return nil }
+        let duration = gst_discoverer_info_get_duration(info)
+        guard duration != GStreamer.clockTimeNone, duration > 0 else { return nil }
+        return Double(duration) / 1e9
+    }
+}
+
+extension Element {
+    /// Requests a pad from a request-pad template (`video` on splitmuxsink).
+    public func requestPad(_ template: String) -> Pad? {
+        gst_element_request_pad_simple(pointer, template).map(Pad.init(owning:))
+    }
+}
+
+extension Pad {
+    /// Runs `action` on the streaming thread just before the next keyframe
+    /// passes this pad, then lets the keyframe through and removes itself.
+    /// Data keeps flowing meanwhile: frames before the keyframe pass as usual.
+    public func atNextKeyframe(_ action: @escaping () -> Void) {
+        let box = Box(action)
+        _ = gst_pad_add_probe(pointer, GST_PAD_PROBE_TYPE_BUFFER, { _, info, data in
+            guard let info, let data, let buffer = cgst_pad_probe_info_buffer(info) else { return GST_PAD_PROBE_OK }
+            if cgst_buffer_is_delta(buffer) != 0 { return GST_PAD_PROBE_OK }
+            Box<() -> Void>.from(data)()
+            return GST_PAD_PROBE_REMOVE
+        }, box.retainedPointer, { Box<() -> Void>.release($0) })
+    }
+
+    /// Runs `action` on the streaming thread when end-of-stream passes this pad.
+    public func onEndOfStream(_ action: @escaping () -> Void) {
+        let box = Box(action)
+        _ = gst_pad_add_probe(pointer, GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM, { _, info, data in
+            guard let info, let data, let event = cgst_pad_probe_info_event(info) else { return GST_PAD_PROBE_OK }
+            guard cgst_event_type(event) == GST_EVENT_EOS else { return GST_PAD_PROBE_OK }
+            Box<() -> Void>.from(data)()
+            return GST_PAD_PROBE_REMOVE
+        }, box.retainedPointer, { Box<() -> Void>.release($0) })
+    }
+
+    /// Asks the elements upstream of this source pad for a keyframe now.
+    public func requestKeyframeUpstream() {
+        let event = gst_video_event_new_upstream_force_key_unit(GStreamer.clockTimeNone, 1, 0)
+        _ = gst_pad_send_event(pointer, event)
+    }
+}

@@ -1,0 +1,80 @@
+import CGStreamer
+import Foundation
+
+/// The GLib main loop on the default main context. Whoever runs it owns
+/// every object that is driven by it (pipeline bus watches, timers, signal
+/// handlers, later libsoup and Avahi). Other threads reach that owner
+/// with `MainLoop.post`.
+public final class MainLoop {
+    private let loop: OpaquePointer
+
+    public init() {
+        GStreamer.initialize()
+        loop = g_main_loop_new(nil, 0)
+    }
+
+    deinit { g_main_loop_unref(loop) }
+
+    /// Runs until `quit()`.
+    public func run() { g_main_loop_run(loop) }
+
+    /// Runs until `quit()` or until `seconds` have passed; true if quit was called.
+    @discardableResult
+    public func run(forAtMost seconds: Double) -> Bool {
+        var timedOut = false
+        let timer = MainLoop.after(seconds) { [self] in timedOut = true; quit() }
+        g_main_loop_run(loop)
+        if !timedOut { timer.cancel() }
+        return !timedOut
+    }
+
+    public func quit() { g_main_loop_quit(loop) }
+
+    /// Runs `block` on the main-loop thread soon. Safe from any thread.
+    public static func post(_ block: @escaping () -> Void) {
+        _ = g_idle_add_full(G_PRIORITY_DEFAULT, { data in
+            Box<() -> Void>.from(data!)()
+            return 0
+        }, Box(block).retainedPointer, { Box<() -> Void>.release($0) })
+    }
+
+    /// A timer or signal source; cancel to stop it.
+    public final class Source {
+        fileprivate var id: guint
+        fileprivate init(id: guint) { self.id = id }
+        public func cancel() {
+            if id != 0 { g_source_remove(id); id = 0 }
+        }
+    }
+
+    /// Calls `block` once after `seconds`, on the main-loop thread.
+    @discardableResult
+    public static func after(_ seconds: Double, _ block: @escaping () -> Void) -> Source {
+        let source = Source(id: 0)
+        let fire: () -> Void = { source.id = 0; block() }
+        source.id = g_timeout_add_full(G_PRIORITY_DEFAULT, guint(max(0, seconds * 1000)), { data in
+            Box<() -> Void>.from(data!)()
+            return 0
+        }, Box(fire).retainedPointer, { Box<() -> Void>.release($0) })
+        return source
+    }
+
+    /// Calls `block` every `seconds` until it returns false or the source is cancelled.
+    @discardableResult
+    public static func every(_ seconds: Double, _ block: @escaping () -> Bool) -> Source {
+        let id = g_timeout_add_full(G_PRIORITY_DEFAULT, guint(max(1, seconds * 1000)), { data in
+            Box<() -> Bool>.from(data!)() ? 1 : 0
+        }, Box(block).retainedPointer, { Box<() -> Bool>.release($0) })
+        return Source(id: id)
+    }
+
+    /// Handles a Unix signal (SIGINT, SIGTERM, SIGHUP) on the main-loop thread.
+    @discardableResult
+    public static func onSignal(_ signal: Int32, _ block: @escaping () -> Void) -> Source {
+        let id = g_unix_signal_add_full(G_PRIORITY_DEFAULT, signal, { data in
+            Box<() -> Void>.from(data!)()
+            return 1
+        }, Box(block).retainedPointer, { Box<() -> Void>.release($0) })
+        return Source(id: id)
+    }
+}

@@ -1,0 +1,177 @@
+import CGStreamer
+import Foundation
+
+/// Boxes a Swift value so it can travel through a C `gpointer`.
+final class Box<T> {
+    let value: T
+    init(_ value: T) { self.value = value }
+    var retainedPointer: UnsafeMutableRawPointer { Unmanaged.passRetained(self).toOpaque() }
+    static func from(_ pointer: UnsafeRawPointer) -> T { Unmanaged<Box<T>>.fromOpaque(pointer).takeUnretainedValue().value }
+    static func release(_ pointer: UnsafeRawPointer?) {
+        if let pointer { Unmanaged<Box<T>>.fromOpaque(pointer).release() }
+    }
+}
+
+/// Why `gst_parse_launch` refused a description.
+public struct ParseFailure: Error, CustomStringConvertible {
+    public var message: String
+    /// Element factories the description names that are not installed.
+    public var missingElements: [String]
+    public var description: String { message }
+}
+
+public final class Pipeline: Element, @unchecked Sendable {
+    /// Parses a gst-launch description into a pipeline (not started).
+    public static func parse(_ description: String) throws -> Pipeline {
+        GStreamer.initialize()
+        let context = gst_parse_context_new()
+        defer { gst_parse_context_free(context) }
+        var error: UnsafeMutablePointer<GError>?
+        let element = gst_parse_launch_full(description, context, GST_PARSE_FLAG_FATAL_ERRORS, &error)
+        var missing: [String] = []
+        if let list = gst_parse_context_get_missing_elements(context) {
+            var cursor = list
+            while let name = cursor.pointee { missing.append(String(cString: name)); cursor += 1 }
+            g_strfreev(list)
+        }
+        guard let element, error == nil else {
+            if let element { gst_object_unref(UnsafeMutableRawPointer(element)) }
+            throw ParseFailure(message: consume(error).message, missingElements: missing)
+        }
+        // A single element parses to itself, not to a pipeline: wrap it.
+        if cgst_is_type(UnsafeMutableRawPointer(element), gst_pipeline_get_type()) == 0 {
+            let pipeline = gst_pipeline_new(nil)!
+            gst_bin_add(UnsafeMutableRawPointer(pipeline).assumingMemoryBound(to: GstBin.self), element)
+            return Pipeline(borrowing: pipeline)
+        }
+        return Pipeline(borrowing: element)
+    }
+
+    var bin: UnsafeMutablePointer<GstBin> { UnsafeMutableRawPointer(pointer).assumingMemoryBound(to: GstBin.self) }
+
+    public func element(named name: String) -> Element? {
+        gst_bin_get_by_name(bin, name).map(Element.init(owning:))
+    }
+
+    public func add(_ element: Element) -> Bool { gst_bin_add(bin, element.pointer) != 0 }
+
+    /// Removes (and thereby releases the bin's reference to) an element; stop it first.
+    public func remove(_ element: Element) { gst_bin_remove(bin, element.pointer) }
+
+    /// Runs the pipeline on the system clock in REALTIME mode, so that
+    /// `base_time + running_time` of a buffer is its wall-clock capture time.
+    public func useRealtimeClock() {
+        let clock = gst_system_clock_obtain()!
+        gst_util_set_object_arg(UnsafeMutableRawPointer(clock).assumingMemoryBound(to: GObject.self), "clock-type", "realtime")
+        gst_pipeline_use_clock(UnsafeMutableRawPointer(pointer).assumingMemoryBound(to: GstPipeline.self), clock)
+        gst_object_unref(UnsafeMutableRawPointer(clock))
+    }
+
+    /// Watches the bus from the thread-default GLib main context. Keep the
+    /// returned watch alive as long as messages are wanted.
+    public func watchBus(_ handler: @escaping (BusMessage) -> Void) -> BusWatch {
+        BusWatch(bus: gst_element_get_bus(pointer)!, handler: handler)
+    }
+}
+
+/// A bus watch; removing it (or releasing it) stops the callbacks.
+public final class BusWatch {
+    private let bus: UnsafeMutablePointer<GstBus>
+    private var sourceID: guint = 0
+
+    init(bus: UnsafeMutablePointer<GstBus>, handler: @escaping (BusMessage) -> Void) {
+        self.bus = bus
+        let box = Box(handler)
+        sourceID = gst_bus_add_watch_full(bus, G_PRIORITY_DEFAULT, { _, message, data in
+            guard let message, let data else { return 1 }
+            Box<(BusMessage) -> Void>.from(data)(BusMessage(message))
+            return 1   // G_SOURCE_CONTINUE
+        }, box.retainedPointer, { Box<(BusMessage) -> Void>.release($0) })
+    }
+
+    public func remove() {
+        if sourceID != 0 { g_source_remove(sourceID); sourceID = 0 }
+    }
+
+    deinit {
+        remove()
+        gst_object_unref(UnsafeMutableRawPointer(bus))
+    }
+}
+
+/// The parts of a bus message the recorder reacts to, copied out of C.
+public struct BusMessage {
+    public enum Kind: Equatable {
+        /// `noSpaceLeft` marks GST_RESOURCE_ERROR_NO_SPACE_LEFT (a full disk).
+        case error(message: String, debug: String?, noSpaceLeft: Bool)
+        case warning(message: String)
+        case endOfStream
+        case stateChanged(old: GstState, new: GstState)
+        /// An element message with a named structure (e.g. splitmuxsink-fragment-closed).
+        case element(name: String)
+        case other
+    }
+
+    public let kind: Kind
+    /// Name of the object that posted the message.
+    public let sourceName: String
+    /// Identity of the posting object (compare with `Element.pointer`).
+    public let sourcePointer: UnsafeMutableRawPointer?
+    /// String fields of the message structure (for element messages).
+    public let strings: [String: String]
+    /// Unsigned 64-bit fields of the message structure (times).
+    public let times: [String: ClockTime]
+
+    init(_ message: UnsafeMutablePointer<GstMessage>) {
+        let src = cgst_message_src(message)
+        sourcePointer = src.map { UnsafeMutableRawPointer($0) }
+        sourceName = src.map { String(cString: cgst_object_name($0)) } ?? "?"
+        var strings: [String: String] = [:]
+        var times: [String: ClockTime] = [:]
+        switch cgst_message_type(message) {
+        case GST_MESSAGE_ERROR:
+            var error: UnsafeMutablePointer<GError>?
+            var debug: UnsafeMutablePointer<gchar>?
+            gst_message_parse_error(message, &error, &debug)
+            let debugText = debug.map { String(cString: $0) }
+            g_free(debug)
+            let full = error.map { $0.pointee.domain == gst_resource_error_quark()
+                && $0.pointee.code == GST_RESOURCE_ERROR_NO_SPACE_LEFT.rawValue } ?? false
+            kind = .error(message: consume(error).message, debug: debugText, noSpaceLeft: full)
+        case GST_MESSAGE_WARNING:
+            var error: UnsafeMutablePointer<GError>?
+            var debug: UnsafeMutablePointer<gchar>?
+            gst_message_parse_warning(message, &error, &debug)
+            g_free(debug)
+            kind = .warning(message: consume(error).message)
+        case GST_MESSAGE_EOS:
+            kind = .endOfStream
+        case GST_MESSAGE_STATE_CHANGED:
+            var old = GST_STATE_VOID_PENDING, new = GST_STATE_VOID_PENDING, pending = GST_STATE_VOID_PENDING
+            gst_message_parse_state_changed(message, &old, &new, &pending)
+            kind = .stateChanged(old: old, new: new)
+        case GST_MESSAGE_ELEMENT:
+            if let structure = gst_message_get_structure(message) {
+                let count = gst_structure_n_fields(structure)
+                for i in 0..<count {
+                    guard let fieldName = gst_structure_nth_field_name(structure, guint(i)) else { continue }
+                    let field = String(cString: fieldName)
+                    if let s = gst_structure_get_string(structure, fieldName) {
+                        strings[field] = String(cString: s)
+                    }
+                    var value: guint64 = 0
+                    if gst_structure_get_uint64(structure, fieldName, &value) != 0 {
+                        times[field] = value
+                    }
+                }
+                kind = .element(name: String(cString: gst_structure_get_name(structure)))
+            } else {
+                kind = .other
+            }
+        default:
+            kind = .other
+        }
+        self.strings = strings
+        self.times = times
+    }
+}

@@ -1,0 +1,240 @@
+import Foundation
+import GStreamerSupport
+import Logging
+import RecorderCore
+
+/// A chunk the splitmuxsink has finished and that now has its final name.
+public struct FinishedChunk: Sendable {
+    public var record: ChunkRecord
+    public var width: Int
+    public var height: Int
+    public var framesPerSecond: Double
+}
+
+/// Owns the `chunks` splitmuxsink: its properties (location, duration,
+/// container, robust muxing), the naming of each chunk by the wall-clock
+/// time of its first frame, the rename from the hidden partial name to the
+/// final name, and the live container change.
+///
+/// Threading: `name(fragment:)` runs on splitmuxsink's streaming thread;
+/// the keyframe swap runs on the encoder's streaming thread; everything
+/// else (bus messages, retune) runs on the main loop. The state they share
+/// is under `lock`.
+final class ChunkSink {
+    private let pipeline: Pipeline
+    private let storage: URL
+    private let logger: Logger
+    private let frameStatistics: () -> FrameStatistics
+
+    private let lock = NSLock()
+    /// The splitmuxsink receiving data now (after a container swap, a new one).
+    private var active: Element
+    private var activeFormat: VideoFormat
+    private var chunkDurationMs: Int
+    /// Sinks told to finish (EOS): their last fragment ends after its last frame.
+    private var retiring: [UnsafeMutableRawPointer: Element] = [:]
+    /// Fragments being written, by partial path.
+    private var open: [String: OpenFragment] = [:]
+    private var generation = 1
+
+    struct OpenFragment {
+        var startNs: UInt64
+        var startMs: Int64
+        var format: VideoFormat
+        var sink: UnsafeMutableRawPointer
+    }
+
+    init(pipeline: Pipeline, element: Element, storage: URL, tuning: RecordingTuning, logger: Logger,
+         frameStatistics: @escaping () -> FrameStatistics) {
+        self.pipeline = pipeline
+        self.storage = storage
+        self.logger = logger
+        self.frameStatistics = frameStatistics
+        self.active = element
+        self.activeFormat = tuning.videoFormat
+        self.chunkDurationMs = tuning.chunkDurationMs
+        configure(element, format: tuning.videoFormat, durationMs: tuning.chunkDurationMs)
+    }
+
+    var format: VideoFormat { lock.withLock { activeFormat } }
+
+    /// Whether a chunk is still being written (its partial file exists).
+    var isWriting: Bool { lock.withLock { !open.isEmpty } }
+
+    private func configure(_ element: Element, format: VideoFormat, durationMs: Int) {
+        // async-finalize: each chunk gets a fresh muxer and file sink, so a
+        // slow finalisation never stalls capture, and muxer-properties apply.
+        element.set("async-finalize", true)
+        element.set("async-handling", true)   // lets the sink after the appsrc reach PLAYING
+        element.set("muxer-factory", format.muxerFactory)
+        element.set("sink-factory", "filesink")
+        element.set("max-size-bytes", 0)
+        element.set("max-size-time", UInt64(durationMs) * 1_000_000)
+        element.set("send-keyframe-requests", true)
+        element.set("use-robust-muxing", true)
+        setMuxerProperties(element, durationMs: durationMs)
+        FragmentNamer.connect(to: element) { [weak self, sinkID = UnsafeMutableRawPointer(element.pointer)] _, sample in
+            self?.name(firstSample: sample, sink: sinkID) ?? "/dev/null"
+        }
+    }
+
+    /// Robust muxing keeps a playable moov updated every second, so a chunk
+    /// cut short by a crash or power loss keeps all but the last second.
+    private func setMuxerProperties(_ element: Element, durationMs: Int) {
+        // Reserve room for the longest the chunk can become (one GOP beyond the target).
+        let reserved = (UInt64(durationMs) + 10_000) * 1_000_000
+        element.set("muxer-properties",
+                    "properties,reserved-moov-update-period=(guint64)1000000000,reserved-max-duration=(guint64)\(reserved)")
+    }
+
+    /// Names a new chunk after the wall-clock time of its first frame:
+    /// with the pipeline on the realtime system clock, base time + running
+    /// time is capture time since the epoch.
+    private func name(firstSample: Sample?, sink: UnsafeMutableRawPointer) -> String {
+        let startNs: UInt64
+        if let running = firstSample?.runningTime {
+            startNs = UInt64(pipeline.baseTime) + UInt64(running)
+        } else {
+            // No buffer in the sample: fall back to now, which is within a frame or two.
+            logger.debug("format-location without a buffer; naming the chunk after the current time")
+            startNs = UInt64(Date().timeIntervalSince1970 * 1e9)
+        }
+        let startMs = Int64(startNs / 1_000_000)
+        let format = lock.withLock { sink == UnsafeMutableRawPointer(active.pointer) ? activeFormat : retiringFormat(sink) }
+        let path = storage.appendingPathComponent(ChunkName.partial(startMs: startMs, format: format)).path
+        lock.withLock { open[path] = OpenFragment(startNs: startNs, startMs: startMs, format: format, sink: sink) }
+        return path
+    }
+
+    private func retiringFormat(_ sink: UnsafeMutableRawPointer) -> VideoFormat {
+        // A retiring sink keeps the format it was created with; it is recorded on its open fragments.
+        open.values.first { $0.sink == sink }?.format ?? activeFormat
+    }
+
+    /// Handles splitmuxsink's element messages; returns a finished chunk if one closed.
+    func handle(_ message: BusMessage) -> FinishedChunk? {
+        guard case .element(let name) = message.kind, name == "splitmuxsink-fragment-closed",
+              let location = message.strings["location"], let runningTime = message.times["running-time"] else { return nil }
+        // A fragment closed by a split ends where the next one (already
+        // named) starts. The last fragment of a sink that was sent EOS reports
+        // its last frame's time instead: that frame's duration is added.
+        let (fragment, isLast) = lock.withLock { () -> (OpenFragment?, Bool) in
+            guard let fragment = open.removeValue(forKey: location) else { return (nil, false) }
+            let followed = open.values.contains { $0.sink == fragment.sink }
+            return (fragment, retiring[fragment.sink] != nil && !followed)
+        }
+        guard let fragment else {
+            logger.warning("splitmuxsink closed \(location), which this recorder did not open")
+            return nil
+        }
+        let stats = frameStatistics()
+        let endNs = UInt64(pipeline.baseTime) + UInt64(runningTime) + (isLast ? stats.lastFrameDuration : 0)
+        let finished = finalize(fragment: fragment, partialPath: location, endNs: endNs, stats: stats)
+        if isLast { retireIfDone(fragment.sink) }
+        return finished
+    }
+
+    private func finalize(fragment: OpenFragment, partialPath: String, endNs: UInt64, stats: FrameStatistics) -> FinishedChunk? {
+        let finalName = ChunkName.final(startMs: fragment.startMs, format: fragment.format)
+        let finalURL = storage.appendingPathComponent(finalName)
+        let fm = FileManager.default
+        guard let attributes = try? fm.attributesOfItem(atPath: partialPath),
+              let size = (attributes[.size] as? NSNumber)?.int64Value, size > 0 else {
+            logger.error("chunk \(finalName) was closed but its file is missing or empty; it is left for repair at the next start")
+            return nil
+        }
+        do {
+            try fm.moveItem(atPath: partialPath, toPath: finalURL.path)
+        } catch {
+            logger.error("cannot rename \(partialPath) to \(finalName): \(error)")
+            return nil
+        }
+        // The name carries milliseconds; the catalog keeps full precision.
+        let start = Double(fragment.startNs) / 1e9
+        let end = max(start, Double(endNs) / 1e9)
+        let record = ChunkRecord(file: finalName, start: start, end: end, size: size, format: fragment.format)
+        return FinishedChunk(record: record, width: stats.width, height: stats.height, framesPerSecond: stats.framesPerSecond)
+    }
+
+    /// Set once end-of-stream has reached the active sink's input.
+    private var inputEnded = false
+
+    /// The recording is ending: the active sink's last chunk ends after its
+    /// last frame, and `onFinished` runs (on the main loop) once the
+    /// end-of-stream has passed into the sink and every chunk is closed.
+    func markFinishing(onInputEnded: @escaping () -> Void) {
+        let sink = lock.withLock { () -> Element in
+            retiring[UnsafeMutableRawPointer(active.pointer)] = active
+            return active
+        }
+        guard let feed = sink.staticPad("video")?.peer else {
+            lock.withLock { inputEnded = true }
+            MainLoop.post(onInputEnded)
+            return
+        }
+        feed.onEndOfStream { [weak self] in
+            guard let self else { return }
+            self.lock.withLock { self.inputEnded = true }
+            MainLoop.post(onInputEnded)
+        }
+    }
+
+    /// True when the stream has ended and its last chunk is closed.
+    var isFinished: Bool { lock.withLock { inputEnded && open.isEmpty } }
+
+    // MARK: Live re-tune
+
+    /// The next chunk takes the new length; robust muxing reserves room for it.
+    func setChunkDuration(ms: Int) {
+        let sink = lock.withLock { () -> Element in chunkDurationMs = ms; return active }
+        sink.set("max-size-time", UInt64(ms) * 1_000_000)
+        setMuxerProperties(sink, durationMs: ms)
+    }
+
+    /// Switches the container without stopping capture. splitmuxsink cannot
+    /// change its muxer while running, so at the next keyframe (requested
+    /// now) the encoder is re-linked to a new splitmuxsink, and the old one
+    /// is sent EOS so it finishes its chunk; it is removed once it has.
+    func switchFormat(to format: VideoFormat) throws {
+        let (old, durationMs) = lock.withLock { (active, chunkDurationMs) }
+        guard let oldPad = old.staticPad("video"), let feed = oldPad.peer else {
+            throw GStreamerError("cannot switch the container: the chunk sink has no linked video input")
+        }
+        generation += 1
+        let replacement = try Element.make("splitmuxsink", name: "chunks_\(generation)")
+        feed.atNextKeyframe { [weak self] in
+            guard let self else { return }
+            self.lock.withLock {
+                self.retiring[UnsafeMutableRawPointer(old.pointer)] = old
+                self.active = replacement
+                self.activeFormat = format
+            }
+            self.configure(replacement, format: format, durationMs: durationMs)
+            _ = self.pipeline.add(replacement)
+            replacement.syncStateWithParent()
+            feed.unlink(from: oldPad)
+            guard let newPad = replacement.requestPad("video"), feed.link(to: newPad) else {
+                self.logger.critical("container switch failed: cannot link the encoder to the new chunk sink")
+                return
+            }
+            // Finishes the old sink's chunk; its fragment-closed message retires it.
+            _ = oldPad.sendEndOfStream()
+        }
+        feed.requestKeyframeUpstream()
+    }
+
+    private func retireIfDone(_ sinkID: UnsafeMutableRawPointer) {
+        let done = lock.withLock { () -> Element? in
+            guard !open.values.contains(where: { $0.sink == sinkID }) else { return nil }
+            let sink = retiring.removeValue(forKey: sinkID)
+            // The active sink ends with the whole pipeline; only swapped-out ones are removed here.
+            return sinkID == UnsafeMutableRawPointer(active.pointer) ? nil : sink
+        }
+        guard let done else { return }
+        // Not from within its own message dispatch: post to the next loop turn.
+        MainLoop.post { [pipeline] in
+            done.setState(.null)
+            pipeline.remove(done)
+        }
+    }
+}

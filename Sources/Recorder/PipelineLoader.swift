@@ -1,0 +1,105 @@
+import Foundation
+import GStreamerSupport
+import RecorderCore
+
+/// A parsed pipeline whose named elements satisfy the recorder's contract.
+public struct LoadedPipeline {
+    public let template: PipelineTemplate
+    public let pipeline: Pipeline
+    /// `appsink name=blur_in`: raw frames leave the capture part here.
+    public let captureSink: AppSink
+    /// `appsrc name=blur_out`: processed frames come back here.
+    public let processedSource: AppSource
+    /// `splitmuxsink name=chunks`: writes the chunk files.
+    public let chunkSink: Element
+}
+
+/// Turns a pipeline file into a checked GStreamer pipeline, with errors
+/// that name the file, the line and what to fix.
+public enum PipelineLoader {
+    public static func load(file: String, variables: [String: String]) throws -> LoadedPipeline {
+        let template = try PipelineTemplate(file: file, variables: variables)
+        return try load(template: template)
+    }
+
+    public static func load(template: PipelineTemplate) throws -> LoadedPipeline {
+        let pipeline: Pipeline
+        do {
+            pipeline = try Pipeline.parse(template.description)
+        } catch let failure as ParseFailure {
+            throw explain(failure, in: template)
+        }
+        return try checkContract(pipeline, template: template)
+    }
+
+    /// Maps a gst_parse error back to a line of the file.
+    static func explain(_ failure: ParseFailure, in template: PipelineTemplate) -> PipelineError {
+        if let missing = failure.missingElements.first {
+            return PipelineError(file: template.file, line: template.line(mentioning: missing),
+                                 reason: "no element '\(missing)': the name is misspelt or its plugin is not installed (gst-inspect-1.0 \(missing); scripts/setup installs the plugin packages)")
+        }
+        let message = failure.message
+        // gst_parse messages quote the culprit: no element "x", no property "p" in element "e",
+        // could not link a to b, could not set property "p" in element "e" to "v".
+        let quoted = quotedWords(in: message)
+        if message.hasPrefix("no property"), let property = quoted.first {
+            return PipelineError(file: template.file, line: template.line(mentioning: property),
+                                 reason: "\(message) (gst-inspect-1.0 lists the properties of each element)")
+        }
+        if message.hasPrefix("could not set property"), let property = quoted.first {
+            return PipelineError(file: template.file, line: template.line(mentioning: property),
+                                 reason: "\(message): the value does not fit the property's type or range")
+        }
+        if message.hasPrefix("could not link") {
+            let words = message.split(separator: " ").map(String.init)
+            // "could not link <a> to <b>"; names are element names like x264enc0 or user names.
+            let target = words.count >= 6 ? words[5].trimmingCharacters(in: .punctuationCharacters) : ""
+            let line = template.line(mentioning: target) ?? template.line(mentioning: stripInstanceNumber(target))
+            return PipelineError(file: template.file, line: line,
+                                 reason: "\(message): the two elements share no format; add a converter (videoconvert, capsfilter) or fix the caps")
+        }
+        for word in quoted {
+            if let line = template.line(mentioning: word) {
+                return PipelineError(file: template.file, line: line, reason: message)
+            }
+        }
+        return PipelineError(file: template.file, line: nil, reason: "GStreamer cannot parse the pipeline: \(message)")
+    }
+
+    static func quotedWords(in message: String) -> [String] {
+        message.split(separator: "\"", omittingEmptySubsequences: false).enumerated()
+            .filter { $0.offset % 2 == 1 }.map { String($0.element) }
+    }
+
+    /// `x264enc0` → `x264enc`: gst_parse names unnamed elements after their factory.
+    static func stripInstanceNumber(_ name: String) -> String {
+        String(name.reversed().drop(while: { $0.isNumber }).reversed())
+    }
+
+    static func checkContract(_ pipeline: Pipeline, template: PipelineTemplate) throws -> LoadedPipeline {
+        typealias C = PipelineTemplate.Contract
+        func require(_ name: String, factory: String, role: String) throws -> Element {
+            guard let element = pipeline.element(named: name) else {
+                throw PipelineError(file: template.file, line: nil,
+                                    reason: "no element named '\(name)': the pipeline must contain '\(factory) name=\(name)' (\(role))")
+            }
+            guard element.factoryName == factory else {
+                throw PipelineError(file: template.file, line: template.line(mentioning: name),
+                                    reason: "'\(name)' is a \(element.factoryName ?? "?"), but it must be a \(factory) (\(role))")
+            }
+            return element
+        }
+        let sink = try require(C.captureSink, factory: "appsink", role: "where raw frames leave the capture part")
+        let source = try require(C.processedSource, factory: "appsrc", role: "where frames come back after the privacy stage")
+        let chunks = try require(C.chunkSink, factory: "splitmuxsink", role: "which writes the chunks")
+        guard let captureSink = AppSink(sink), let processedSource = AppSource(source) else {
+            throw PipelineError(file: template.file, line: nil, reason: "blur_in/blur_out have the wrong element types")
+        }
+        guard chunks.staticPad("video") != nil else {
+            throw PipelineError(file: template.file, line: template.line(mentioning: C.chunkSink),
+                                reason: "no video stream is linked into '\(C.chunkSink)': end the encoding part with '… ! h264parse ! splitmuxsink name=\(C.chunkSink)'")
+        }
+        return LoadedPipeline(template: template, pipeline: pipeline, captureSink: captureSink,
+                              processedSource: processedSource, chunkSink: chunks)
+    }
+}

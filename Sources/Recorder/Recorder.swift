@@ -1,0 +1,278 @@
+import Foundation
+import GStreamerSupport
+import Logging
+import RecorderCore
+
+/// Why the recorder refuses to start.
+public struct RecorderStartError: Error, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// The recording service: keeps a pipeline running, turns what it writes
+/// into catalogued chunks, enforces retention, restarts after failures,
+/// and takes live re-tunes.
+///
+/// Threading: every method must be called on the thread running the GLib
+/// main loop (`MainLoop`), which owns this object; callbacks also arrive there.
+public final class Recorder {
+    public enum State: Equatable, CustomStringConvertible {
+        case stopped
+        case recording
+        /// Waiting to restart the pipeline after a failure.
+        case waitingToRetry(seconds: Double)
+        case stopping
+
+        public var description: String {
+            switch self {
+            case .stopped: return "stopped"
+            case .recording: return "recording"
+            case .waitingToRetry(let s): return "waiting \(String(format: "%.0f", s)) s to retry"
+            case .stopping: return "stopping"
+            }
+        }
+    }
+
+    public private(set) var config: RecorderConfig
+    public let catalog: ChunkCatalog
+    public private(set) var state: State = .stopped {
+        didSet { if state != oldValue { logger.info("recorder: \(oldValue) → \(state)") } }
+    }
+    /// Called on the main loop after each chunk is finished and catalogued.
+    public var onChunkFinished: ((FinishedChunk) -> Void)?
+
+    private let logger: Logger
+    private let makeProcessor: () throws -> FrameProcessor
+    private var session: RecordingSession?
+    private var tuning: RecordingTuning
+    private var retryTimer: MainLoop.Source?
+    private var retryDelay = RetryBackoff()
+    private var pipelineFingerprint: String?
+    /// Frame counts of the sessions that ended, plus the running one.
+    private var finishedSessionStatistics = FrameStatistics()
+
+    /// - Parameter makeProcessor: builds the privacy stage for each pipeline
+    ///   run; throwing refuses to record (fail closed).
+    public init(config: RecorderConfig, logger: Logger = Logger(label: "allspark.recorder"),
+                makeProcessor: @escaping () throws -> FrameProcessor) throws {
+        self.config = config
+        self.logger = logger
+        self.makeProcessor = makeProcessor
+        self.tuning = config.tuning
+        GStreamer.initialize()
+        catalog = try ChunkCatalog(directory: URL(fileURLWithPath: config.recording.storageDirectory),
+                                   logger: Logger(label: "allspark.catalog"))
+    }
+
+    /// Frames captured and recorded since the recorder started, over every pipeline run.
+    public var frameStatistics: FrameStatistics {
+        var total = finishedSessionStatistics
+        if let current = session?.framePath.statistics {
+            total.captured += current.captured
+            total.recorded += current.recorded
+            total.dropped += current.dropped
+            total.afterStop += current.afterStop
+            total.width = current.width
+            total.height = current.height
+            total.framesPerSecond = current.framesPerSecond
+        }
+        return total
+    }
+
+    public var currentTuning: RecordingTuning { tuning }
+
+    /// Checks the pipeline, repairs the storage folder and starts recording.
+    /// Throws for what a retry cannot fix (a broken pipeline file, no privacy stage).
+    public func start() throws {
+        // Validate before touching anything: a broken file is the user's to fix now.
+        _ = try PipelineLoader.load(file: config.recording.pipeline, variables: config.pipelineVariables)
+        _ = try makeProcessor()
+        let report = catalog.reconcile(probe: { MediaProbe.duration(of: $0) })
+        let summary = "storage \(catalog.directory.path): \(catalog.all.count) chunks, \(catalog.totalBytes / 1_048_576) MiB"
+            + (report.repaired.isEmpty ? "" : ", repaired \(report.repaired.count)")
+            + (report.removed.isEmpty ? "" : ", removed \(report.removed.count) unplayable")
+        logger.info("\(summary)")
+        enforceRetention()
+        startSession()
+    }
+
+    private func startSession() {
+        retryTimer = nil
+        do {
+            let loaded = try PipelineLoader.load(file: config.recording.pipeline, variables: config.pipelineVariables)
+            let processor = try makeProcessor()
+            let session = RecordingSession(loaded: loaded, storage: catalog.directory, tuning: tuning,
+                                           processor: processor, logger: logger)
+            session.onChunkFinished = { [weak self] chunk in self?.chunkFinished(chunk) }
+            session.onFailure = { [weak self, weak session] failure in
+                guard let self, let session, session === self.session else { return }
+                self.sessionFailed(failure)
+            }
+            self.session = session
+            pipelineFingerprint = fingerprint(of: config)
+            try session.start()
+            state = .recording
+            logger.notice("recording \(loaded.template.file) into \(catalog.directory.path) as \(tuning.videoFormat.rawValue) chunks of \(tuning.chunkDurationMs) ms (frames through \(processor.name))")
+        } catch {
+            logger.error("cannot start recording: \(error)")
+            let failed = session
+            session = nil
+            failed?.stop { }
+            scheduleRetry()
+        }
+    }
+
+    private func sessionFailed(_ failure: RecordingSession.Failure) {
+        switch failure {
+        case .pipelineError(let element, let message):
+            logger.error("pipeline error from \(element): \(message); finishing the current chunk and retrying")
+        case .diskFull(let message):
+            logger.critical("the disk holding \(catalog.directory.path) is full (\(message)); deleting the oldest chunk to make room and retrying")
+            if catalog.deleteOldest(reason: "the disk is full") == nil {
+                logger.critical("no chunk can be deleted to make room: free space on the disk or lower recording.buffer_max_mb")
+            }
+        case .sourceEnded:
+            logger.warning("the source ended; restarting the pipeline")
+        }
+        stopSession { [weak self] in self?.scheduleRetry() }
+    }
+
+    private func scheduleRetry() {
+        guard state != .stopping, state != .stopped || session == nil else { return }
+        let delay = retryDelay.next()
+        state = .waitingToRetry(seconds: delay)
+        retryTimer = MainLoop.after(delay) { [weak self] in
+            guard let self, case .waitingToRetry = self.state else { return }
+            self.startSession()
+        }
+    }
+
+    private func stopSession(completion: @escaping () -> Void) {
+        guard let session else { completion(); return }
+        session.stop { [weak self] in
+            guard let self else { return }
+            self.addFinished(session.framePath.statistics)
+            if self.session === session { self.session = nil }
+            // Anything the pipeline could not finish is repaired now, not at the next boot.
+            self.catalog.reconcile(probe: { MediaProbe.duration(of: $0) })
+            completion()
+        }
+    }
+
+    private func addFinished(_ s: FrameStatistics) {
+        finishedSessionStatistics.captured += s.captured
+        finishedSessionStatistics.recorded += s.recorded
+        finishedSessionStatistics.dropped += s.dropped
+        finishedSessionStatistics.afterStop += s.afterStop
+    }
+
+    private func chunkFinished(_ chunk: FinishedChunk) {
+        catalog.add(chunk.record)
+        retryDelay.reset()
+        logger.info("chunk \(chunk.record.file): \(String(format: "%.3f", chunk.record.duration)) s, \(chunk.record.size) bytes")
+        enforceRetention()
+        onChunkFinished?(chunk)
+    }
+
+    private func enforceRetention() {
+        catalog.enforceRetention(maxBytes: tuning.bufferMaxBytes)
+    }
+
+    /// Finishes the current chunk and stops. `completion` runs on the main loop.
+    public func stop(completion: @escaping () -> Void = {}) {
+        retryTimer?.cancel()
+        retryTimer = nil
+        state = .stopping
+        stopSession { [weak self] in
+            self?.state = .stopped
+            completion()
+        }
+    }
+
+    // MARK: Live re-tune
+
+    /// The one entry point for changing format, chunk length and buffer size
+    /// on a running recorder (used by SIGHUP and by the server's clientConfig).
+    /// Capture never stops: the next chunk uses the new duration and container.
+    /// Returns a description of each change made.
+    @discardableResult
+    public func retune(_ new: RecordingTuning) -> [String] {
+        var changes: [String] = []
+        let old = tuning
+        tuning = new
+        config.recording.videoFormat = new.videoFormat
+        config.recording.chunkDurationMs = new.chunkDurationMs
+        config.recording.bufferMaxMB = new.bufferMaxMB
+        if new.chunkDurationMs != old.chunkDurationMs {
+            session?.setChunkDuration(ms: new.chunkDurationMs)
+            changes.append("chunk duration \(old.chunkDurationMs) → \(new.chunkDurationMs) ms")
+        }
+        if new.videoFormat != old.videoFormat {
+            if let session {
+                do {
+                    try session.switchFormat(to: new.videoFormat)
+                } catch {
+                    logger.error("cannot switch the container live (\(error)); restarting the pipeline instead")
+                    stopSession { [weak self] in self?.startSession() }
+                }
+            }
+            changes.append("container \(old.videoFormat.rawValue) → \(new.videoFormat.rawValue)")
+        }
+        if new.bufferMaxMB != old.bufferMaxMB {
+            changes.append("buffer \(old.bufferMaxMB) → \(new.bufferMaxMB) MiB")
+            enforceRetention()
+        }
+        for change in changes { logger.notice("re-tuned: \(change)") }
+        return changes
+    }
+
+    /// Applies a re-read config file (SIGHUP): tunables go through `retune`;
+    /// a changed pipeline file or variables restart the pipeline after the
+    /// current chunk is finished. Other changes need a restart of the service.
+    public func reload(_ new: RecorderConfig) {
+        if new.recording.storageDirectory != config.recording.storageDirectory {
+            logger.warning("recording.storage_dir changed; it takes effect when the service restarts")
+        }
+        let pipelineChanged = fingerprint(of: new) != pipelineFingerprint
+        let storage = config.recording.storageDirectory
+        var adopted = new
+        adopted.recording.storageDirectory = storage
+        config = adopted
+        if pipelineChanged {
+            do {
+                _ = try PipelineLoader.load(file: new.recording.pipeline, variables: new.pipelineVariables)
+            } catch {
+                logger.error("reload: the new pipeline is not usable, keeping the running one: \(error)")
+                retune(new.tuning)
+                return
+            }
+            logger.notice("reload: the pipeline changed; finishing the current chunk and restarting it")
+            tuning = new.tuning
+            stopSession { [weak self] in self?.startSession() }
+        } else {
+            let changes = retune(new.tuning)
+            if changes.isEmpty { logger.notice("reload: nothing to change") }
+        }
+    }
+
+    /// Identity of what a pipeline run is built from: the file's text and the variables.
+    private func fingerprint(of config: RecorderConfig) -> String {
+        let text = (try? String(contentsOfFile: config.recording.pipeline, encoding: .utf8)) ?? ""
+        let vars = config.pipelineVariables.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
+        return config.recording.pipeline + "\n" + text + "\n" + vars.joined(separator: "\n")
+    }
+}
+
+/// Exponential backoff for pipeline restarts: 1 s, 2 s, 4 s … capped at 30 s.
+struct RetryBackoff {
+    private(set) var current: Double = 0
+    let initial: Double = 1
+    let maximum: Double = 30
+
+    mutating func next() -> Double {
+        current = current == 0 ? initial : min(maximum, current * 2)
+        return current
+    }
+
+    mutating func reset() { current = 0 }
+}

@@ -1,0 +1,119 @@
+import Foundation
+import GStreamerSupport
+import Logging
+import RecorderCore
+
+/// One run of the pipeline, from PLAYING until it is stopped or fails.
+///
+/// Threading: created, started, stopped and fed bus messages on the main
+/// loop thread; the frame path and chunk naming run on streaming threads
+/// inside `FramePath` and `ChunkSink`.
+final class RecordingSession {
+    enum Failure {
+        /// The source or another element failed (camera unplugged, file gone…).
+        case pipelineError(element: String, message: String)
+        /// The chunk folder's file system is full.
+        case diskFull(message: String)
+        /// The source ended (a file source reached its end).
+        case sourceEnded
+    }
+
+    private let loaded: LoadedPipeline
+    private let logger: Logger
+    let framePath: FramePath
+    private let chunkSink: ChunkSink
+    private var busWatch: BusWatch?
+    private var stopping = false
+    private var stopCompletion: (() -> Void)?
+    private var stopTimer: MainLoop.Source?
+    private(set) var isRunning = false
+
+    var onChunkFinished: ((FinishedChunk) -> Void)?
+    var onFailure: ((Failure) -> Void)?
+
+    init(loaded: LoadedPipeline, storage: URL, tuning: RecordingTuning, processor: FrameProcessor, logger: Logger) {
+        self.loaded = loaded
+        self.logger = logger
+        let framePath = FramePath(sink: loaded.captureSink, source: loaded.processedSource, processor: processor)
+        self.framePath = framePath
+        chunkSink = ChunkSink(pipeline: loaded.pipeline, element: loaded.chunkSink, storage: storage, tuning: tuning,
+                              logger: logger, frameStatistics: { framePath.statistics })
+    }
+
+    var pipelineFile: String { loaded.template.file }
+    var isWritingChunk: Bool { chunkSink.isWriting }
+
+    func start() throws {
+        framePath.start()
+        loaded.pipeline.useRealtimeClock()
+        busWatch = loaded.pipeline.watchBus { [weak self] message in self?.handle(message) }
+        isRunning = true
+        guard loaded.pipeline.setState(.playing) else {
+            // The bus carries the reason; it is reported through onFailure as well.
+            throw GStreamerError("the pipeline \(loaded.template.file) could not start")
+        }
+    }
+
+    private func handle(_ message: BusMessage) {
+        switch message.kind {
+        case .element:
+            if let chunk = chunkSink.handle(message) {
+                onChunkFinished?(chunk)
+            }
+            if stopping, chunkSink.isFinished { finishStop() }
+        case .error(let text, let debug, let noSpaceLeft):
+            logger.debug("GStreamer debug for \(message.sourceName): \(debug ?? "-")")
+            guard !stopping else {
+                logger.warning("error while stopping, from \(message.sourceName): \(text)")
+                return
+            }
+            onFailure?(noSpaceLeft ? .diskFull(message: text) : .pipelineError(element: message.sourceName, message: text))
+        case .warning(let text):
+            logger.warning("\(message.sourceName): \(text)")
+        case .endOfStream:
+            if stopping { finishStop() } else { onFailure?(.sourceEnded) }
+        default:
+            break
+        }
+    }
+
+    /// Finishes the chunk being written (every frame already accepted goes
+    /// into it), then stops the pipeline. `completion` runs on the main loop.
+    func stop(timeoutSeconds: Double = 10, completion: @escaping () -> Void) {
+        guard isRunning else { completion(); return }
+        if stopping {
+            let previous = stopCompletion
+            stopCompletion = { previous?(); completion() }
+            return
+        }
+        stopping = true
+        stopCompletion = completion
+        chunkSink.markFinishing { [weak self] in
+            guard let self, self.chunkSink.isFinished else { return }
+            self.finishStop()
+        }
+        framePath.finish()
+        stopTimer = MainLoop.after(timeoutSeconds) { [weak self] in
+            guard let self, self.isRunning else { return }
+            self.logger.warning("the last chunk did not finish within \(Int(timeoutSeconds)) s; it will be repaired at the next start")
+            self.finishStop()
+        }
+    }
+
+    private func finishStop() {
+        guard isRunning else { return }
+        isRunning = false
+        stopTimer?.cancel()
+        busWatch?.remove()
+        busWatch = nil
+        loaded.pipeline.setState(.null)
+        framePath.detach()
+        let completion = stopCompletion
+        stopCompletion = nil
+        completion?()
+    }
+
+    func setChunkDuration(ms: Int) { chunkSink.setChunkDuration(ms: ms) }
+    func switchFormat(to format: VideoFormat) throws { try chunkSink.switchFormat(to: format) }
+    var format: VideoFormat { chunkSink.format }
+}

@@ -1,0 +1,280 @@
+import Foundation
+
+/// Container of the recorded chunks.
+public enum VideoFormat: String, Codable, CaseIterable, Sendable {
+    case mp4, mov
+
+    public var fileExtension: String { rawValue }
+    public var mimeType: String { self == .mp4 ? "video/mp4" : "video/quicktime" }
+    /// GStreamer muxer element that writes this container.
+    public var muxerFactory: String { self == .mp4 ? "mp4mux" : "qtmux" }
+}
+
+/// The recorder's configuration: value types, validated once at load.
+public struct RecorderConfig: Equatable, Sendable {
+    public struct Device: Equatable, Sendable {
+        /// Shown by the AllSpark server; defaults to the host name.
+        public var name: String
+    }
+    public struct Server: Equatable, Sendable {
+        /// `host:port`, optionally with a scheme; empty means "use discovery".
+        public var host: String
+        public var verifyTLS: Bool
+        public var discovery: Bool
+        public var reconnectDelaySeconds: Double
+        public var announceChunks: Bool
+    }
+    public struct Recording: Equatable, Sendable {
+        /// Absolute path of the pipeline description.
+        public var pipeline: String
+        /// Absolute path of the chunk folder.
+        public var storageDirectory: String
+        public var videoFormat: VideoFormat
+        public var chunkDurationMs: Int
+        public var bufferMaxMB: Int
+
+        public var bufferMaxBytes: Int64 { Int64(bufferMaxMB) * 1024 * 1024 }
+    }
+    public struct Privacy: Equatable, Sendable {
+        public var faceBlur: Bool
+    }
+
+    public var device: Device
+    public var server: Server
+    public var recording: Recording
+    public var privacy: Privacy
+    /// Values substituted for `${name}` in pipeline descriptions.
+    public var pipelineVariables: [String: String]
+    /// The file this was loaded from (for messages and SIGHUP reloads).
+    public var sourceFile: String
+
+    /// The tunables a server (or SIGHUP) may change on a running recorder.
+    public var tuning: RecordingTuning {
+        RecordingTuning(videoFormat: recording.videoFormat, chunkDurationMs: recording.chunkDurationMs,
+                        bufferMaxMB: recording.bufferMaxMB)
+    }
+}
+
+/// What can be re-tuned live without restarting capture.
+public struct RecordingTuning: Equatable, Sendable, Codable {
+    public var videoFormat: VideoFormat
+    public var chunkDurationMs: Int
+    public var bufferMaxMB: Int
+
+    public init(videoFormat: VideoFormat, chunkDurationMs: Int, bufferMaxMB: Int) {
+        self.videoFormat = videoFormat
+        self.chunkDurationMs = chunkDurationMs
+        self.bufferMaxMB = bufferMaxMB
+    }
+
+    public var bufferMaxBytes: Int64 { Int64(bufferMaxMB) * 1024 * 1024 }
+}
+
+public struct ConfigError: Error, CustomStringConvertible, Equatable {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// Limits shared by the config file, the command line and the server.
+public enum ConfigLimits {
+    public static let chunkDurationMs = 1_000...3_600_000
+    public static let bufferMaxMB = 1...10_000_000
+}
+
+/// Reads `recorder.toml`-style files, applies `--set` overrides and validates.
+public enum ConfigLoader {
+    enum Kind { case string, bool, integer, number, path }
+    struct Key { let name: String; let kind: Kind }
+
+    /// Every key the config understands, besides `[pipeline.vars]`.
+    static let keys: [Key] = [
+        Key(name: "device.name", kind: .string),
+        Key(name: "server.host", kind: .string),
+        Key(name: "server.verify_tls", kind: .bool),
+        Key(name: "server.discovery", kind: .bool),
+        Key(name: "server.reconnect_delay_s", kind: .number),
+        Key(name: "server.announce_chunks", kind: .bool),
+        Key(name: "recording.pipeline", kind: .path),
+        Key(name: "recording.storage_dir", kind: .path),
+        Key(name: "recording.video_format", kind: .string),
+        Key(name: "recording.chunk_duration_ms", kind: .integer),
+        Key(name: "recording.buffer_max_mb", kind: .integer),
+        Key(name: "privacy.face_blur", kind: .bool),
+    ]
+    static let variablesPrefix = "pipeline.vars."
+
+    /// Loads `file` and applies `overrides` (`section.key=value` strings from `--set`).
+    public static func load(file: String, overrides: [String] = [],
+                            hostName: String = ProcessInfo.processInfo.hostName) throws -> RecorderConfig {
+        let text: String
+        do {
+            text = try String(contentsOfFile: file, encoding: .utf8)
+        } catch {
+            throw ConfigError("\(file): cannot read the config file (\(error.localizedDescription))")
+        }
+        let document = try TOMLDocument(parsing: text, file: file)
+        return try make(document: document, file: file, overrides: overrides, hostName: hostName)
+    }
+
+    /// A value with where it came from, for messages and for resolving relative paths.
+    struct Setting {
+        let value: TOMLValue
+        let origin: String   // "demo.toml:12" or "--set"
+        let baseDirectory: String
+    }
+
+    public static func make(document: TOMLDocument, file: String, overrides: [String],
+                            hostName: String) throws -> RecorderConfig {
+        let fileDirectory = (absolute(file, relativeTo: FileManager.default.currentDirectoryPath) as NSString)
+            .deletingLastPathComponent
+        var settings: [String: Setting] = [:]
+        for (key, entry) in document.entries {
+            guard key.hasPrefix(variablesPrefix) || keys.contains(where: { $0.name == key }) else {
+                throw ConfigError("\(file):\(entry.line): unknown key '\(key)'. Known keys: "
+                    + keys.map(\.name).joined(separator: ", ") + ", and pipeline.vars.<name>")
+            }
+            settings[key] = Setting(value: entry.value, origin: "\(file):\(entry.line)", baseDirectory: fileDirectory)
+        }
+        let cwd = FileManager.default.currentDirectoryPath
+        for override in overrides {
+            guard let eq = override.firstIndex(of: "=") else {
+                throw ConfigError("--set \(override): expected section.key=value, e.g. --set recording.chunk_duration_ms=10000")
+            }
+            let key = String(override[..<eq]).trimmingCharacters(in: .whitespaces)
+            let raw = String(override[override.index(after: eq)...])
+            let value: TOMLValue
+            if key.hasPrefix(variablesPrefix), key.count > variablesPrefix.count {
+                value = .string(raw)
+            } else if let known = keys.first(where: { $0.name == key }) {
+                value = try parseOverride(raw, kind: known.kind, key: key)
+            } else {
+                throw ConfigError("--set \(override): unknown key '\(key)'. Known keys: "
+                    + keys.map(\.name).joined(separator: ", ") + ", and pipeline.vars.<name>")
+            }
+            settings[key] = Setting(value: value, origin: "--set", baseDirectory: cwd)
+        }
+
+        var reader = SettingReader(settings: settings, file: file)
+        let deviceName = try reader.string("device.name", default: hostName)
+        let host = try reader.string("server.host", default: "")
+        let verifyTLS = try reader.bool("server.verify_tls", default: true)
+        let discovery = try reader.bool("server.discovery", default: true)
+        let reconnect = try reader.number("server.reconnect_delay_s", default: 5, range: 0.1...3600)
+        let announce = try reader.bool("server.announce_chunks", default: true)
+        guard let pipeline = try reader.path("recording.pipeline") else {
+            throw ConfigError("\(file): missing key 'pipeline' in [recording]: the path of a pipeline description, e.g. pipeline = \"../pipelines/test.pipeline\"")
+        }
+        let storage = try reader.path("recording.storage_dir") ?? "/var/lib/allspark-recorder/chunks"
+        let formatName = try reader.string("recording.video_format", default: "mp4")
+        guard let format = VideoFormat(rawValue: formatName) else {
+            throw ConfigError("\(reader.origin("recording.video_format")): recording.video_format = \"\(formatName)\" is not allowed; use \"mp4\" or \"mov\"")
+        }
+        let duration = try reader.integer("recording.chunk_duration_ms", default: 30_000, range: ConfigLimits.chunkDurationMs)
+        let bufferMax = try reader.integer("recording.buffer_max_mb", default: 16_000, range: ConfigLimits.bufferMaxMB)
+        let faceBlur = try reader.bool("privacy.face_blur", default: true)
+        if deviceName.trimmingCharacters(in: .whitespaces).isEmpty {
+            throw ConfigError("\(reader.origin("device.name")): device.name must not be empty (leave it out to use the host name)")
+        }
+
+        var variables: [String: String] = [:]
+        for (key, setting) in settings where key.hasPrefix(variablesPrefix) {
+            let name = String(key.dropFirst(variablesPrefix.count))
+            switch setting.value {
+            case .string(let s): variables[name] = s
+            case .integer(let i): variables[name] = String(i)
+            case .float(let d): variables[name] = String(d)
+            case .boolean(let b): variables[name] = String(b)
+            }
+        }
+
+        return RecorderConfig(
+            device: .init(name: deviceName),
+            server: .init(host: host, verifyTLS: verifyTLS, discovery: discovery,
+                          reconnectDelaySeconds: reconnect, announceChunks: announce),
+            recording: .init(pipeline: pipeline, storageDirectory: storage, videoFormat: format,
+                             chunkDurationMs: duration, bufferMaxMB: bufferMax),
+            privacy: .init(faceBlur: faceBlur),
+            pipelineVariables: variables,
+            sourceFile: file)
+    }
+
+    static func parseOverride(_ raw: String, kind: Kind, key: String) throws -> TOMLValue {
+        switch kind {
+        case .string, .path: return .string(raw)
+        case .bool:
+            switch raw.lowercased() {
+            case "true", "yes", "on", "1": return .boolean(true)
+            case "false", "no", "off", "0": return .boolean(false)
+            default: throw ConfigError("--set \(key)=\(raw): expected true or false")
+            }
+        case .integer:
+            guard let i = Int(raw.replacingOccurrences(of: "_", with: "")) else {
+                throw ConfigError("--set \(key)=\(raw): expected an integer")
+            }
+            return .integer(i)
+        case .number:
+            guard let d = Double(raw), d.isFinite else { throw ConfigError("--set \(key)=\(raw): expected a number") }
+            return .float(d)
+        }
+    }
+
+    static func absolute(_ path: String, relativeTo base: String) -> String {
+        let expanded = (path as NSString).expandingTildeInPath
+        if expanded.hasPrefix("/") { return (expanded as NSString).standardizingPath }
+        return ((base as NSString).appendingPathComponent(expanded) as NSString).standardizingPath
+    }
+
+    /// Typed access to the merged settings with errors that name origin, key and what is allowed.
+    struct SettingReader {
+        let settings: [String: Setting]
+        let file: String
+
+        func origin(_ key: String) -> String { settings[key]?.origin ?? file }
+
+        private func typeError(_ key: String, expected: String, got: TOMLValue) -> ConfigError {
+            ConfigError("\(origin(key)): \(key) must be \(expected), not \(got.typeName)")
+        }
+
+        func string(_ key: String, default value: String) throws -> String {
+            guard let setting = settings[key] else { return value }
+            guard case .string(let s) = setting.value else { throw typeError(key, expected: "a string", got: setting.value) }
+            return s
+        }
+
+        func path(_ key: String) throws -> String? {
+            guard let setting = settings[key] else { return nil }
+            guard case .string(let s) = setting.value else { throw typeError(key, expected: "a path string", got: setting.value) }
+            guard !s.isEmpty else { throw ConfigError("\(setting.origin): \(key) must not be empty") }
+            return ConfigLoader.absolute(s, relativeTo: setting.baseDirectory)
+        }
+
+        func bool(_ key: String, default value: Bool) throws -> Bool {
+            guard let setting = settings[key] else { return value }
+            guard case .boolean(let b) = setting.value else { throw typeError(key, expected: "true or false", got: setting.value) }
+            return b
+        }
+
+        func integer(_ key: String, default value: Int, range: ClosedRange<Int>) throws -> Int {
+            guard let setting = settings[key] else { return value }
+            guard case .integer(let i) = setting.value else { throw typeError(key, expected: "an integer", got: setting.value) }
+            guard range.contains(i) else {
+                throw ConfigError("\(setting.origin): \(key) = \(i) is out of range; allowed: \(range.lowerBound)…\(range.upperBound)")
+            }
+            return i
+        }
+
+        func number(_ key: String, default value: Double, range: ClosedRange<Double>) throws -> Double {
+            guard let setting = settings[key] else { return value }
+            let d: Double
+            switch setting.value {
+            case .integer(let i): d = Double(i)
+            case .float(let f): d = f
+            default: throw typeError(key, expected: "a number", got: setting.value)
+            }
+            guard range.contains(d) else {
+                throw ConfigError("\(setting.origin): \(key) = \(d) is out of range; allowed: \(range.lowerBound)…\(range.upperBound)")
+            }
+            return d
+        }
+    }
+}

@@ -1,0 +1,91 @@
+import ArgumentParser
+import Foundation
+import GStreamerSupport
+import Logging
+import Recorder
+import RecorderCore
+
+struct Run: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Record continuously until Ctrl-C / SIGTERM (the current chunk is finished first).",
+        discussion: """
+            SIGHUP re-reads the config file: chunk length, container and buffer size change at the
+            next chunk without stopping capture; a changed pipeline restarts it after the current chunk.
+            """)
+
+    @Option(help: "The config file (TOML), e.g. config/demo.toml.")
+    var config: String
+
+    @Option(help: "Stop after this many seconds instead of running until a signal.")
+    var duration: Double?
+
+    @OptionGroup var common: CommonOptions
+
+    func run() throws {
+        common.bootstrapLogging()
+        let logger = Logger(label: "allspark.run")
+        let configuration: RecorderConfig
+        do {
+            configuration = try ConfigLoader.load(file: config, overrides: common.overrides)
+        } catch {
+            fail("\(error)")
+        }
+        if !configuration.privacy.faceBlur {
+            logger.warning("privacy.face_blur = false: faces are recorded unblurred")
+        }
+        let recorder: Recorder
+        do {
+            recorder = try Recorder(config: configuration, makeProcessor: { try PrivacyStage.make(for: configuration, logger: logger) })
+        } catch {
+            fail("\(error)")
+        }
+        let loop = MainLoop()
+        var exitCode: Int32 = 0
+        do {
+            try recorder.start()
+        } catch {
+            fail("\(error)")
+        }
+        FileHandle.standardError.write(Data("Recording to \(configuration.recording.storageDirectory) — press Ctrl-C to stop.\n".utf8))
+
+        let shutdown = { (reason: String) in
+            logger.notice("\(reason): finishing the current chunk")
+            recorder.stop { loop.quit() }
+        }
+        // Keep the signal sources alive for the life of the loop.
+        let sources = [
+            MainLoop.onSignal(SIGINT) { shutdown("interrupted") },
+            MainLoop.onSignal(SIGTERM) { shutdown("terminated") },
+            MainLoop.onSignal(SIGHUP) {
+                logger.notice("SIGHUP: re-reading \(config)")
+                do {
+                    recorder.reload(try ConfigLoader.load(file: config, overrides: common.overrides))
+                } catch {
+                    logger.error("reload refused, keeping the running settings: \(error)")
+                }
+            },
+        ]
+        if let duration {
+            MainLoop.after(duration) { shutdown("--duration \(duration) s reached") }
+        }
+        loop.run()
+        _ = sources
+        let stats = recorder.frameStatistics
+        logger.notice("stopped: \(stats.captured) frames captured, \(stats.recorded) recorded, \(stats.dropped) dropped by the privacy stage; \(recorder.catalog.all.count) chunks in \(configuration.recording.storageDirectory)")
+        if recorder.state != .stopped { exitCode = 1 }
+        if exitCode != 0 { throw ExitCode(exitCode) }
+    }
+}
+
+/// Builds the privacy stage the config asks for, refusing (fail closed)
+/// when face blurring is on and no detector can run.
+enum PrivacyStage {
+    static func make(for config: RecorderConfig, logger: Logger) throws -> FrameProcessor {
+        guard config.privacy.faceBlur else { return PassThroughProcessor() }
+        throw RecorderStartError("""
+            privacy.face_blur = true, but this build has no face detector, so no frame could be blurred. \
+            Refusing to record rather than store faces. Set privacy.face_blur = false in \(config.sourceFile) \
+            (or --set privacy.face_blur=false) to record without blurring.
+            """)
+    }
+}
