@@ -1,0 +1,135 @@
+import XCTest
+@testable import RecorderCore
+
+final class ChunkCatalogTests: XCTestCase {
+    var folder: URL!
+
+    override func setUpWithError() throws {
+        folder = FileManager.default.temporaryDirectory.appendingPathComponent("cat-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+    }
+
+    override func tearDown() { try? FileManager.default.removeItem(at: folder) }
+
+    /// Writes a file of `size` bytes and returns its record.
+    func chunk(_ startMs: Int64, seconds: Double = 2, size: Int = 100, format: VideoFormat = .mp4) throws -> ChunkRecord {
+        let name = ChunkName.final(startMs: startMs, format: format)
+        try Data(count: size).write(to: folder.appendingPathComponent(name))
+        let start = Double(startMs) / 1000
+        return ChunkRecord(file: name, start: start, end: start + seconds, size: Int64(size), format: format)
+    }
+
+    func testChunkNames() {
+        XCTAssertEqual(ChunkName.final(startMs: 1_700_000_000_123, format: .mov), "chunk_1700000000123.mov")
+        XCTAssertEqual(ChunkName.partial(startMs: 5, format: .mp4), ".chunk_5.mp4.partial")
+        let parsed = ChunkName.parse("chunk_1700000000123.mov")
+        XCTAssertEqual(parsed?.startMs, 1_700_000_000_123)
+        XCTAssertEqual(parsed?.format, .mov)
+        XCTAssertEqual(parsed?.isPartial, false)
+        XCTAssertEqual(ChunkName.parse(".chunk_7.mp4.partial")?.isPartial, true)
+        XCTAssertEqual(ChunkName.finalName(forPartial: ".chunk_7.mp4.partial"), "chunk_7.mp4")
+        for bad in ["chunk_.mp4", "chunk_12.avi", "clip_12.mp4", "chunk_-4.mp4", "chunk_12", "catalog.json", "chunk_1x.mp4"] {
+            XCTAssertNil(ChunkName.parse(bad), bad)
+        }
+    }
+
+    func testTimeRangeQueriesUseHalfOpenOverlap() throws {
+        let catalog = try ChunkCatalog(directory: folder)
+        let a = try chunk(10_000), b = try chunk(12_000), c = try chunk(14_000)
+        [c, a, b].forEach(catalog.add)
+        XCTAssertEqual(catalog.all.map(\.file), [a, b, c].map(\.file), "kept oldest first")
+        XCTAssertEqual(catalog.chunks(from: 11, to: 13).map(\.file), [a.file, b.file])
+        XCTAssertEqual(catalog.chunks(from: 12, to: 14).map(\.file), [b.file], "[start, end): touching ends do not overlap")
+        XCTAssertEqual(catalog.chunks(from: 16, to: 20), [])
+        XCTAssertEqual(catalog.chunks(from: 0, to: 10), [])
+        XCTAssertEqual(catalog.chunks(from: 15.999, to: 100).map(\.file), [c.file])
+        XCTAssertEqual(catalog.totalBytes, 300)
+    }
+
+    func testIndexPersistsAcrossInstances() throws {
+        let first = try ChunkCatalog(directory: folder)
+        let a = try chunk(1_000, seconds: 1.5)
+        first.add(a)
+        let second = try ChunkCatalog(directory: folder)
+        XCTAssertEqual(second.all, [a])
+        XCTAssertEqual(try ChunkCatalog.readIndex(of: folder), [a])
+    }
+
+    func testReconcileDropsMissingIndexesUnknownRepairsAndRemoves() throws {
+        let catalog = try ChunkCatalog(directory: folder)
+        let kept = try chunk(1_000)
+        let gone = try chunk(3_000)
+        catalog.add(kept)
+        catalog.add(gone)
+        try FileManager.default.removeItem(at: folder.appendingPathComponent(gone.file))
+        // A chunk file the index does not know, a repairable partial, a broken partial, a broken final file.
+        try Data(count: 50).write(to: folder.appendingPathComponent("chunk_5000.mov"))
+        try Data(count: 70).write(to: folder.appendingPathComponent(".chunk_7000.mp4.partial"))
+        try Data(count: 9).write(to: folder.appendingPathComponent(".chunk_9000.mp4.partial"))
+        try Data(count: 9).write(to: folder.appendingPathComponent("chunk_11000.mp4"))
+        try Data(count: 9).write(to: folder.appendingPathComponent("notes.txt"))
+        let durations: [String: Double] = ["chunk_5000.mov": 2.5, ".chunk_7000.mp4.partial": 1.25]
+
+        let reopened = try ChunkCatalog(directory: folder)
+        let report = reopened.reconcile { durations[$0.lastPathComponent] }
+
+        XCTAssertEqual(report.dropped, [gone.file])
+        XCTAssertEqual(report.indexed, ["chunk_5000.mov"])
+        XCTAssertEqual(report.repaired, ["chunk_7000.mp4"])
+        XCTAssertEqual(Set(report.removed), [".chunk_9000.mp4.partial", "chunk_11000.mp4"])
+        XCTAssertEqual(reopened.all.map(\.file), [kept.file, "chunk_5000.mov", "chunk_7000.mp4"])
+        let repaired = reopened.all.last!
+        XCTAssertEqual(repaired.start, 7.0)
+        XCTAssertEqual(repaired.end, 8.25)
+        XCTAssertEqual(repaired.size, 70)
+        XCTAssertEqual(repaired.format, .mp4)
+        let names = Set(try FileManager.default.contentsOfDirectory(atPath: folder.path))
+        XCTAssertEqual(names, [kept.file, "chunk_5000.mov", "chunk_7000.mp4", "notes.txt", ChunkCatalog.indexFileName])
+        XCTAssertEqual(try ChunkCatalog.readIndex(of: folder).map(\.file), reopened.all.map(\.file), "the repaired index is saved")
+    }
+
+    func testRetentionDeletesOldestFirstAndSkipsPins() throws {
+        let catalog = try ChunkCatalog(directory: folder)
+        let chunks = try (0..<5).map { try chunk(Int64($0) * 2000, size: 100) }
+        chunks.forEach(catalog.add)
+        catalog.pin(chunks[0].file)
+        catalog.pin(chunks[0].file)
+        catalog.unpin(chunks[0].file)      // still pinned once
+        let deleted = catalog.enforceRetention(maxBytes: 250)
+        XCTAssertEqual(deleted.map(\.file), [chunks[1].file, chunks[2].file, chunks[3].file])
+        XCTAssertEqual(catalog.all.map(\.file), [chunks[0].file, chunks[4].file])
+        for gone in deleted { XCTAssertFalse(FileManager.default.fileExists(atPath: folder.appendingPathComponent(gone.file).path)) }
+        catalog.unpin(chunks[0].file)
+        XCTAssertFalse(catalog.isPinned(chunks[0].file))
+        XCTAssertEqual(catalog.enforceRetention(maxBytes: 150).map(\.file), [chunks[0].file])
+        XCTAssertEqual(catalog.enforceRetention(maxBytes: 150), [], "under the limit: nothing more")
+    }
+
+    func testRetentionPolicyIsPure() {
+        let r = (0..<4).map { ChunkRecord(file: "c\($0)", start: Double(3 - $0), end: Double(4 - $0), size: 10, format: .mp4) }
+        // Oldest is c3 (start 0), then c2, c1, c0.
+        XCTAssertEqual(RetentionPolicy.victims(of: r, maxBytes: 20, pinned: []).map(\.file), ["c3", "c2"])
+        XCTAssertEqual(RetentionPolicy.victims(of: r, maxBytes: 20, pinned: ["c3"]).map(\.file), ["c2", "c1"])
+        XCTAssertEqual(RetentionPolicy.victims(of: r, maxBytes: 0, pinned: ["c0", "c1", "c2", "c3"]), [])
+        XCTAssertEqual(RetentionPolicy.victims(of: r, maxBytes: 40, pinned: []), [])
+    }
+
+    func testDeleteOldestSkipsPinned() throws {
+        let catalog = try ChunkCatalog(directory: folder)
+        let a = try chunk(1000), b = try chunk(3000)
+        catalog.add(a); catalog.add(b)
+        catalog.pin(a.file)
+        XCTAssertEqual(catalog.deleteOldest(reason: "test")?.file, b.file)
+        XCTAssertNil(catalog.deleteOldest(reason: "test"))
+        XCTAssertEqual(catalog.all, [a])
+    }
+
+    func testCorruptIndexIsRebuiltFromFiles() throws {
+        let a = try chunk(1000)
+        try Data("{not json".utf8).write(to: folder.appendingPathComponent(ChunkCatalog.indexFileName))
+        let catalog = try ChunkCatalog(directory: folder)
+        XCTAssertEqual(catalog.all, [])
+        catalog.reconcile { _ in 2 }
+        XCTAssertEqual(catalog.all.map(\.file), [a.file])
+    }
+}

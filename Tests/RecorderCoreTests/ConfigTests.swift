@@ -1,0 +1,109 @@
+import XCTest
+@testable import RecorderCore
+
+final class ConfigTests: XCTestCase {
+    var folder: URL!
+
+    override func setUpWithError() throws {
+        folder = FileManager.default.temporaryDirectory.appendingPathComponent("cfg-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+    }
+
+    override func tearDown() { try? FileManager.default.removeItem(at: folder) }
+
+    func write(_ text: String, name: String = "recorder.toml") throws -> String {
+        let url = folder.appendingPathComponent(name)
+        try text.write(to: url, atomically: true, encoding: .utf8)
+        return url.path
+    }
+
+    func testDefaultsAndRelativePaths() throws {
+        let file = try write("""
+            [recording]
+            pipeline = "pipelines/x.pipeline"
+            storage_dir = "../store"
+            """)
+        let config = try ConfigLoader.load(file: file, hostName: "box1")
+        XCTAssertEqual(config.device.name, "box1")
+        XCTAssertEqual(config.server.host, "")
+        XCTAssertTrue(config.server.verifyTLS)
+        XCTAssertTrue(config.server.discovery)
+        XCTAssertEqual(config.server.reconnectDelaySeconds, 5)
+        XCTAssertEqual(config.recording.videoFormat, .mp4)
+        XCTAssertEqual(config.recording.chunkDurationMs, 30_000)
+        XCTAssertEqual(config.recording.bufferMaxMB, 16_000)
+        XCTAssertTrue(config.privacy.faceBlur, "blurring is on unless turned off explicitly")
+        XCTAssertEqual(config.recording.pipeline, folder.appendingPathComponent("pipelines/x.pipeline").standardizedFileURL.path)
+        XCTAssertEqual(config.recording.storageDirectory, folder.deletingLastPathComponent().appendingPathComponent("store").standardizedFileURL.path)
+    }
+
+    func testShippedConfigsLoad() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let demo = try ConfigLoader.load(file: root.appendingPathComponent("config/demo.toml").path)
+        XCTAssertFalse(demo.privacy.faceBlur)
+        XCTAssertEqual(demo.pipelineVariables["width"], "1280")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: demo.recording.pipeline))
+        let camera = try ConfigLoader.load(file: root.appendingPathComponent("config/default.toml").path)
+        XCTAssertTrue(camera.privacy.faceBlur)
+        XCTAssertEqual(camera.pipelineVariables["device"], "/dev/video0")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: camera.recording.pipeline))
+    }
+
+    func testOverridesWin() throws {
+        let file = try write("""
+            [server]
+            host = "example:8080"
+            [recording]
+            pipeline = "p"
+            video_format = "mp4"
+            """)
+        let config = try ConfigLoader.load(file: file, overrides: [
+            "server.host=", "recording.video_format=mov", "privacy.face_blur=false",
+            "recording.chunk_duration_ms=10_000", "pipeline.vars.device=/dev/video2", "server.verify_tls=off",
+        ])
+        XCTAssertEqual(config.server.host, "")
+        XCTAssertEqual(config.recording.videoFormat, .mov)
+        XCTAssertFalse(config.privacy.faceBlur)
+        XCTAssertFalse(config.server.verifyTLS)
+        XCTAssertEqual(config.recording.chunkDurationMs, 10_000)
+        XCTAssertEqual(config.pipelineVariables["device"], "/dev/video2")
+    }
+
+    func assertError(_ text: String, overrides: [String] = [], contains fragments: [String], file: StaticString = #filePath, line: UInt = #line) throws {
+        let path = try write(text)
+        XCTAssertThrowsError(try ConfigLoader.load(file: path, overrides: overrides), file: file, line: line) { error in
+            let message = "\(error)"
+            for fragment in fragments {
+                XCTAssertTrue(message.contains(fragment.replacingOccurrences(of: "$FILE", with: path)),
+                              "'\(message)' should contain '\(fragment)'", file: file, line: line)
+            }
+        }
+    }
+
+    func testValidationErrorsNameFileKeyAndAllowedValues() throws {
+        try assertError("[recording]\npipeline = \"p\"\nvideo_format = \"avi\"",
+                        contains: ["$FILE:3", "recording.video_format", "\"avi\"", "\"mp4\" or \"mov\""])
+        try assertError("[recording]\npipeline = \"p\"\nchunk_duration_ms = 10",
+                        contains: ["$FILE:3", "recording.chunk_duration_ms", "1000…3600000"])
+        try assertError("[recording]\npipeline = \"p\"\nbuffer_max_mb = 0",
+                        contains: ["$FILE:3", "recording.buffer_max_mb", "out of range"])
+        try assertError("[recording]\npipeline = \"p\"\nchunk_duration_ms = \"30s\"",
+                        contains: ["$FILE:3", "must be an integer, not a string"])
+        try assertError("[recording]\npipeline = \"p\"\n[privacy]\nface_blurr = false",
+                        contains: ["$FILE:4", "unknown key 'privacy.face_blurr'", "privacy.face_blur"])
+        try assertError("[server]\nhost = \"x\"", contains: ["$FILE", "missing key 'pipeline'"])
+        try assertError("[recording]\npipeline = \"p\"", overrides: ["recording.video_format=webm"],
+                        contains: ["--set", "\"mp4\" or \"mov\""])
+        try assertError("[recording]\npipeline = \"p\"", overrides: ["privacy.face_blur=maybe"],
+                        contains: ["--set privacy.face_blur=maybe", "true or false"])
+        try assertError("[recording]\npipeline = \"p\"", overrides: ["nonsense"], contains: ["section.key=value"])
+        try assertError("[recording]\npipeline = \"p\"", overrides: ["recording.colour=red"], contains: ["unknown key 'recording.colour'"])
+        try assertError("[recording]\npipeline = \"p\"\nvideo_format = [", contains: ["$FILE:3"])
+    }
+
+    func testMissingFileIsAClearError() {
+        XCTAssertThrowsError(try ConfigLoader.load(file: "/nonexistent/x.toml")) { error in
+            XCTAssertTrue("\(error)".contains("/nonexistent/x.toml: cannot read the config file"), "\(error)")
+        }
+    }
+}

@@ -1,0 +1,132 @@
+import Foundation
+import GStreamerSupport
+import Recorder
+import RecorderCore
+
+/// The repository root (for shipped pipelines and configs).
+public let repositoryRoot: URL = {
+    var url = URL(fileURLWithPath: #filePath)
+    while url.path != "/" {
+        url.deleteLastPathComponent()
+        if FileManager.default.fileExists(atPath: url.appendingPathComponent("Package.swift").path) { return url }
+    }
+    fatalError("Package.swift not found above \(#filePath)")
+}()
+
+public func repoPath(_ relative: String) -> String { repositoryRoot.appendingPathComponent(relative).path }
+
+/// A fresh folder under the system temp dir, removed on deinit.
+public final class TemporaryDirectory {
+    public let url: URL
+    public init(_ prefix: String = "allspark-test") {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("\(prefix)-\(UUID().uuidString.prefix(8))")
+        try! FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+    public var path: String { url.path }
+    public func file(_ name: String) -> URL { url.appendingPathComponent(name) }
+    deinit { try? FileManager.default.removeItem(at: url) }
+}
+
+/// The demo config pointed at `storage`, small and fast for tests, with
+/// blurring explicitly off (this is the recording core's test, not the privacy stage's).
+public func testConfig(storage: String, extra: [String] = []) throws -> RecorderConfig {
+    try ConfigLoader.load(file: repoPath("config/demo.toml"), overrides: [
+        "recording.storage_dir=\(storage)",
+        "recording.chunk_duration_ms=2000",
+        "privacy.face_blur=false",
+        "pipeline.vars.width=320",
+        "pipeline.vars.height=240",
+        "pipeline.vars.bitrate_kbps=500",
+    ] + extra)
+}
+
+/// Runs a shell tool and returns its exit status and combined output.
+@discardableResult
+public func runTool(_ executable: String, _ arguments: [String], environment: [String: String]? = nil) throws -> (status: Int32, output: String) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable.hasPrefix("/") ? executable : "/usr/bin/env")
+    process.arguments = executable.hasPrefix("/") ? arguments : [executable] + arguments
+    if let environment { process.environment = environment }
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    process.standardError = pipe
+    try process.run()
+    let data = pipe.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+}
+
+/// What `gst-discoverer-1.0` says about a file.
+public struct DiscovererReport {
+    public var duration: Double?
+    public var container: String
+    public var output: String
+}
+
+public func discover(_ file: URL) throws -> DiscovererReport {
+    let (_, output) = try runTool("gst-discoverer-1.0", ["-v", file.path])
+    var duration: Double?
+    for line in output.split(separator: "\n") where line.contains("Duration:") {
+        // "Duration: 0:00:02.000000000"
+        let value = line.split(separator: " ").last.map(String.init) ?? ""
+        let parts = value.split(separator: ":").compactMap { Double($0) }
+        if parts.count == 3 { duration = parts[0] * 3600 + parts[1] * 60 + parts[2] }
+    }
+    let container = output.split(separator: "\n").first { $0.contains("container") }.map(String.init) ?? ""
+    return DiscovererReport(duration: duration, container: container, output: output)
+}
+
+/// Counts the video frames in a recorded chunk with a real demuxing pipeline.
+public func countFrames(in file: URL) throws -> Int {
+    let pipeline = try Pipeline.parse("filesrc location=\"\(file.path)\" ! qtdemux ! appsink name=count sync=false")
+    guard let element = pipeline.element(named: "count"), let sink = AppSink(element) else {
+        throw GStreamerError("no appsink")
+    }
+    let lock = NSLock()
+    var frames = 0
+    sink.setHandlers(onSample: { _ in lock.withLock { frames += 1 }; return true }, onEndOfStream: {})
+    let loop = MainLoop()
+    var failure: String?
+    let watch = pipeline.watchBus { message in
+        switch message.kind {
+        case .endOfStream: loop.quit()
+        case .error(let text, _, _): failure = text; loop.quit()
+        default: break
+        }
+    }
+    pipeline.setState(.playing)
+    let finished = loop.run(forAtMost: 30)
+    pipeline.setState(.null)
+    watch.remove()
+    sink.clearHandlers()
+    if let failure { throw GStreamerError("counting frames in \(file.lastPathComponent): \(failure)") }
+    if !finished { throw GStreamerError("counting frames in \(file.lastPathComponent) timed out") }
+    return lock.withLock { frames }
+}
+
+/// Runs the default main loop for `seconds`, running `actions` at their offsets.
+public func runMainLoop(seconds: Double, actions: [(at: Double, run: () -> Void)] = []) {
+    let loop = MainLoop()
+    for action in actions { MainLoop.after(action.at, action.run) }
+    loop.run(forAtMost: seconds)
+}
+
+/// Stops a recorder and waits for the last chunk to be finished.
+public func stopAndWait(_ recorder: Recorder, timeout: Double = 20) -> Bool {
+    let loop = MainLoop()
+    var done = false
+    recorder.stop { done = true; loop.quit() }
+    if !done { loop.run(forAtMost: timeout) }
+    return done
+}
+
+/// The built executable (debug build next to the test bundle).
+public var recorderExecutable: String {
+    let bundle = Bundle.main.bundleURL
+    for candidate in [bundle.appendingPathComponent("allspark-recorder"),
+                      bundle.deletingLastPathComponent().appendingPathComponent("allspark-recorder"),
+                      repositoryRoot.appendingPathComponent(".build/debug/allspark-recorder")] {
+        if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate.path }
+    }
+    return repositoryRoot.appendingPathComponent(".build/debug/allspark-recorder").path
+}
