@@ -195,14 +195,15 @@ extension Pad {
     /// Runs `action` on the streaming thread just before the next keyframe
     /// passes this pad, then lets the keyframe through and removes itself.
     /// Data keeps flowing meanwhile: frames before the keyframe pass as usual.
-    public func atNextKeyframe(_ action: @escaping () -> Void) {
+    /// The action gets the keyframe's timestamp.
+    public func atNextKeyframe(_ action: @escaping (_ presentationTime: ClockTime) -> Void) {
         let box = Box(action)
         _ = gst_pad_add_probe(pointer, GST_PAD_PROBE_TYPE_BUFFER, { _, info, data in
             guard let info, let data, let buffer = cgst_pad_probe_info_buffer(info) else { return GST_PAD_PROBE_OK }
             if cgst_buffer_is_delta(buffer) != 0 { return GST_PAD_PROBE_OK }
-            Box<() -> Void>.from(data)()
+            Box<(ClockTime) -> Void>.from(data)(cgst_buffer_pts(buffer))
             return GST_PAD_PROBE_REMOVE
-        }, box.retainedPointer, { Box<() -> Void>.release($0) })
+        }, box.retainedPointer, { Box<(ClockTime) -> Void>.release($0) })
     }
 
     /// Runs `action` on the streaming thread when end-of-stream passes this pad.

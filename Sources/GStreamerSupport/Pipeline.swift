@@ -67,6 +67,18 @@ public final class Pipeline: Element, @unchecked Sendable {
         gst_object_unref(UnsafeMutableRawPointer(clock))
     }
 
+    /// Takes the first error waiting on the bus, if any (after a failed state change).
+    public func takeError() -> String? {
+        guard let bus = gst_element_get_bus(pointer) else { return nil }
+        defer { gst_object_unref(UnsafeMutableRawPointer(bus)) }
+        guard let message = gst_bus_pop_filtered(bus, GST_MESSAGE_ERROR) else { return nil }
+        defer { cgst_message_unref(message) }
+        if case .error(let text, let debug, _) = BusMessage(message).kind {
+            return "\(String(cString: cgst_object_name(cgst_message_src(message)))): \(text)" + BusMessage.detail(debug)
+        }
+        return nil
+    }
+
     /// Watches the bus from the thread-default GLib main context. Keep the
     /// returned watch alive as long as messages are wanted.
     public func watchBus(_ handler: @escaping (BusMessage) -> Void) -> BusWatch {
@@ -113,6 +125,13 @@ public struct BusMessage {
     }
 
     public let kind: Kind
+
+    /// The useful last line of GStreamer's debug text (e.g. `No such file "/x"`), in parentheses.
+    public static func detail(_ debug: String?) -> String {
+        guard let line = debug?.split(separator: "\n").last.map(String.init), !line.isEmpty,
+              !line.hasPrefix("../"), !line.contains("GstPipeline:") else { return "" }
+        return " (\(line))"
+    }
     /// Name of the object that posted the message.
     public let sourceName: String
     /// Identity of the posting object (compare with `Element.pointer`).

@@ -31,8 +31,22 @@ final class ChunkSink {
     private var active: Element
     private var activeFormat: VideoFormat
     private var chunkDurationMs: Int
-    /// Sinks told to finish (EOS): their last fragment ends after its last frame.
-    private var retiring: [UnsafeMutableRawPointer: Element] = [:]
+    /// Sinks told to finish (EOS), and how their last chunk ends.
+    private var endings: [UnsafeMutableRawPointer: Ending] = [:]
+    /// Swapped-out sinks, removed from the pipeline once their last chunk is closed.
+    private var retired: [UnsafeMutableRawPointer: Element] = [:]
+
+    /// How a sink's input ended, which fixes the end time of its last chunk.
+    /// splitmuxsink reports a chunk closed by a split at the start of the
+    /// next chunk, but the last chunk of a stream at its last frame's start.
+    enum Ending {
+        /// The recording stopped: the last chunk ends after the last frame recorded.
+        case stopped
+        /// The container was switched: the last chunk ends where the new sink starts.
+        case swapped(atRunningTime: UInt64)
+    }
+    /// The container each sink was configured with (a swapped-out sink keeps its own).
+    private var formats: [UnsafeMutableRawPointer: VideoFormat] = [:]
     /// Fragments being written, by partial path.
     private var open: [String: OpenFragment] = [:]
     private var generation = 1
@@ -53,7 +67,36 @@ final class ChunkSink {
         self.active = element
         self.activeFormat = tuning.videoFormat
         self.chunkDurationMs = tuning.chunkDurationMs
-        configure(element, format: tuning.videoFormat, durationMs: tuning.chunkDurationMs)
+    }
+
+    /// Puts a freshly configured splitmuxsink in place of the parsed one.
+    /// gst_parse links the parsed sink before we can configure it, which
+    /// creates its muxer with the default factory (mp4mux); a qtmux chunk
+    /// would then fail at the first split ("Could not create the new
+    /// muxer/sink"). Runs before the pipeline starts.
+    func install() throws {
+        let parsed = active
+        guard let parsedPad = parsed.staticPad("video"), let feed = parsedPad.peer else {
+            throw GStreamerError("the chunk sink has no linked video input")
+        }
+        feed.unlink(from: parsedPad)
+        parsed.setState(.null)
+        pipeline.remove(parsed)
+        let fresh = try Element.make("splitmuxsink", name: PipelineTemplate.Contract.chunkSink)
+        lock.withLock { active = fresh }
+        guard attach(fresh, to: feed, format: activeFormat, durationMs: chunkDurationMs) else {
+            throw GStreamerError("cannot link the encoder to the chunk sink")
+        }
+    }
+
+    /// Configures a new splitmuxsink, adds it to the pipeline and links `feed` into it.
+    private func attach(_ sink: Element, to feed: Pad, format: VideoFormat, durationMs: Int) -> Bool {
+        // Configure before requesting the pad: that creates the muxer.
+        configure(sink, format: format, durationMs: durationMs)
+        guard pipeline.add(sink) else { return false }
+        sink.syncStateWithParent()
+        guard let pad = sink.requestPad("video") else { return false }
+        return feed.link(to: pad)
     }
 
     var format: VideoFormat { lock.withLock { activeFormat } }
@@ -67,11 +110,13 @@ final class ChunkSink {
         element.set("async-finalize", true)
         element.set("async-handling", true)   // lets the sink after the appsrc reach PLAYING
         element.set("muxer-factory", format.muxerFactory)
+        lock.withLock { formats[UnsafeMutableRawPointer(element.pointer)] = format }
         element.set("sink-factory", "filesink")
         element.set("max-size-bytes", 0)
         element.set("max-size-time", UInt64(durationMs) * 1_000_000)
         element.set("send-keyframe-requests", true)
-        element.set("use-robust-muxing", true)
+        // Robust muxing comes from the muxer properties alone: splitmuxsink's
+        // own use-robust-muxing also cuts the first chunk at half length.
         setMuxerProperties(element, durationMs: durationMs)
         FragmentNamer.connect(to: element) { [weak self, sinkID = UnsafeMutableRawPointer(element.pointer)] _, sample in
             self?.name(firstSample: sample, sink: sinkID) ?? "/dev/null"
@@ -100,16 +145,12 @@ final class ChunkSink {
             startNs = UInt64(Date().timeIntervalSince1970 * 1e9)
         }
         let startMs = Int64(startNs / 1_000_000)
-        let format = lock.withLock { sink == UnsafeMutableRawPointer(active.pointer) ? activeFormat : retiringFormat(sink) }
+        let format = lock.withLock { formats[sink] ?? activeFormat }
         let path = storage.appendingPathComponent(ChunkName.partial(startMs: startMs, format: format)).path
         lock.withLock { open[path] = OpenFragment(startNs: startNs, startMs: startMs, format: format, sink: sink) }
         return path
     }
 
-    private func retiringFormat(_ sink: UnsafeMutableRawPointer) -> VideoFormat {
-        // A retiring sink keeps the format it was created with; it is recorded on its open fragments.
-        open.values.first { $0.sink == sink }?.format ?? activeFormat
-    }
 
     /// Handles splitmuxsink's element messages; returns a finished chunk if one closed.
     func handle(_ message: BusMessage) -> FinishedChunk? {
@@ -118,17 +159,30 @@ final class ChunkSink {
         // A fragment closed by a split ends where the next one (already
         // named) starts. The last fragment of a sink that was sent EOS reports
         // its last frame's time instead: that frame's duration is added.
-        let (fragment, isLast) = lock.withLock { () -> (OpenFragment?, Bool) in
-            guard let fragment = open.removeValue(forKey: location) else { return (nil, false) }
-            let followed = open.values.contains { $0.sink == fragment.sink }
-            return (fragment, retiring[fragment.sink] != nil && !followed)
+        let (fragment, ending) = lock.withLock { () -> (OpenFragment?, Ending?) in
+            guard let fragment = open.removeValue(forKey: location) else { return (nil, nil) }
+            return (fragment, endings[fragment.sink])
         }
         guard let fragment else {
             logger.warning("splitmuxsink closed \(location), which this recorder did not open")
             return nil
         }
         let stats = frameStatistics()
-        let endNs = UInt64(pipeline.baseTime) + UInt64(runningTime) + (isLast ? stats.lastFrameDuration : 0)
+        let closedAt = UInt64(runningTime)
+        var endRunningTime = closedAt
+        var isLast = false
+        switch ending {
+        case .stopped?:
+            // After the stream ended no frame follows the last one recorded.
+            isLast = closedAt >= stats.lastFrameRunningTime
+            if isLast { endRunningTime = closedAt + stats.lastFrameDuration }
+        case .swapped(let keyframe)?:
+            isLast = closedAt + stats.lastFrameDuration >= keyframe
+            if isLast { endRunningTime = keyframe }
+        case nil:
+            break
+        }
+        let endNs = UInt64(pipeline.baseTime) + endRunningTime
         let finished = finalize(fragment: fragment, partialPath: location, endNs: endNs, stats: stats)
         if isLast { retireIfDone(fragment.sink) }
         return finished
@@ -164,7 +218,7 @@ final class ChunkSink {
     /// end-of-stream has passed into the sink and every chunk is closed.
     func markFinishing(onInputEnded: @escaping () -> Void) {
         let sink = lock.withLock { () -> Element in
-            retiring[UnsafeMutableRawPointer(active.pointer)] = active
+            endings[UnsafeMutableRawPointer(active.pointer)] = .stopped
             return active
         }
         guard let feed = sink.staticPad("video")?.peer else {
@@ -202,18 +256,17 @@ final class ChunkSink {
         }
         generation += 1
         let replacement = try Element.make("splitmuxsink", name: "chunks_\(generation)")
-        feed.atNextKeyframe { [weak self] in
+        feed.atNextKeyframe { [weak self] keyframeTime in
             guard let self else { return }
             self.lock.withLock {
-                self.retiring[UnsafeMutableRawPointer(old.pointer)] = old
+                let oldID = UnsafeMutableRawPointer(old.pointer)
+                self.endings[oldID] = .swapped(atRunningTime: UInt64(keyframeTime))
+                self.retired[oldID] = old
                 self.active = replacement
                 self.activeFormat = format
             }
-            self.configure(replacement, format: format, durationMs: durationMs)
-            _ = self.pipeline.add(replacement)
-            replacement.syncStateWithParent()
             feed.unlink(from: oldPad)
-            guard let newPad = replacement.requestPad("video"), feed.link(to: newPad) else {
+            guard self.attach(replacement, to: feed, format: format, durationMs: durationMs) else {
                 self.logger.critical("container switch failed: cannot link the encoder to the new chunk sink")
                 return
             }
@@ -226,9 +279,10 @@ final class ChunkSink {
     private func retireIfDone(_ sinkID: UnsafeMutableRawPointer) {
         let done = lock.withLock { () -> Element? in
             guard !open.values.contains(where: { $0.sink == sinkID }) else { return nil }
-            let sink = retiring.removeValue(forKey: sinkID)
+            endings[sinkID] = nil
+            formats[sinkID] = nil
             // The active sink ends with the whole pipeline; only swapped-out ones are removed here.
-            return sinkID == UnsafeMutableRawPointer(active.pointer) ? nil : sink
+            return retired.removeValue(forKey: sinkID)
         }
         guard let done else { return }
         // Not from within its own message dispatch: post to the next loop turn.

@@ -35,6 +35,8 @@ public struct FrameStatistics: Equatable, Sendable {
     public var framesPerSecond = 0.0
     /// Duration of the last frame handed on, in nanoseconds.
     public var lastFrameDuration: UInt64 = 0
+    /// Running time of the last frame handed on, in nanoseconds.
+    public var lastFrameRunningTime: UInt64 = 0
 }
 
 /// Moves frames from the capture sink through a processor into the source
@@ -104,6 +106,7 @@ public final class FramePath: @unchecked Sendable {
         if pushed {
             stats.recorded += 1
             stats.lastFrameDuration = processed.duration.map(UInt64.init) ?? stats.lastFrameDuration
+            stats.lastFrameRunningTime = processed.runningTime.map(UInt64.init) ?? stats.lastFrameRunningTime
         } else {
             stats.afterStop += 1
         }

@@ -34,7 +34,10 @@ public enum PipelineLoader {
 
     /// Maps a gst_parse error back to a line of the file.
     static func explain(_ failure: ParseFailure, in template: PipelineTemplate) -> PipelineError {
-        if let missing = failure.missingElements.first {
+        // The missing-elements list is only meaningful for "no element" errors
+        // (gst_parse fills it for other failures too).
+        if failure.message.hasPrefix("no element"),
+           let missing = failure.missingElements.first ?? quotedWords(in: failure.message).first {
             return PipelineError(file: template.file, line: template.line(mentioning: missing),
                                  reason: "no element '\(missing)': the name is misspelt or its plugin is not installed (gst-inspect-1.0 \(missing); scripts/setup installs the plugin packages)")
         }

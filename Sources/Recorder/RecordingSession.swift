@@ -24,6 +24,7 @@ final class RecordingSession {
     private let chunkSink: ChunkSink
     private var busWatch: BusWatch?
     private var stopping = false
+    private var reachedEnd = false
     private var stopCompletion: (() -> Void)?
     private var stopTimer: MainLoop.Source?
     private(set) var isRunning = false
@@ -44,13 +45,18 @@ final class RecordingSession {
     var isWritingChunk: Bool { chunkSink.isWriting }
 
     func start() throws {
+        try chunkSink.install()
         framePath.start()
         loaded.pipeline.useRealtimeClock()
         busWatch = loaded.pipeline.watchBus { [weak self] message in self?.handle(message) }
         isRunning = true
         guard loaded.pipeline.setState(.playing) else {
-            // The bus carries the reason; it is reported through onFailure as well.
-            throw GStreamerError("the pipeline \(loaded.template.file) could not start")
+            let reason = loaded.pipeline.takeError() ?? "no reason given"
+            isRunning = false
+            busWatch?.remove()
+            loaded.pipeline.setState(.null)
+            framePath.detach()
+            throw GStreamerError("the pipeline \(loaded.template.file) could not start: \(reason)")
         }
     }
 
@@ -67,10 +73,13 @@ final class RecordingSession {
                 logger.warning("error while stopping, from \(message.sourceName): \(text)")
                 return
             }
-            onFailure?(noSpaceLeft ? .diskFull(message: text) : .pipelineError(element: message.sourceName, message: text))
+            let described = text + BusMessage.detail(debug)
+            onFailure?(noSpaceLeft ? .diskFull(message: described) : .pipelineError(element: message.sourceName, message: described))
         case .warning(let text):
             logger.warning("\(message.sourceName): \(text)")
         case .endOfStream:
+            // Every sink is done: the capture chain ended and its last chunk is closed.
+            reachedEnd = true
             if stopping { finishStop() } else { onFailure?(.sourceEnded) }
         default:
             break
@@ -88,6 +97,10 @@ final class RecordingSession {
         }
         stopping = true
         stopCompletion = completion
+        if reachedEnd {
+            finishStop()
+            return
+        }
         chunkSink.markFinishing { [weak self] in
             guard let self, self.chunkSink.isFinished else { return }
             self.finishStop()

@@ -1,0 +1,168 @@
+import XCTest
+import GStreamerSupport
+import RecorderCore
+import RecorderTestSupport
+@testable import Recorder
+
+/// Records the live test source for real and checks the files with
+/// gst-discoverer-1.0 and a demuxing frame counter.
+final class RecordingTests: XCTestCase {
+    /// One frame at 30 fps.
+    let frame = 1.0 / 30
+
+    func makeRecorder(_ storage: TemporaryDirectory, extra: [String] = []) throws -> Recorder {
+        let config = try testConfig(storage: storage.path, extra: extra)
+        return try Recorder(config: config, makeProcessor: { PassThroughProcessor() })
+    }
+
+    /// Checks what every recording must satisfy and returns the chunks.
+    @discardableResult
+    func checkChunks(_ recorder: Recorder, storage: TemporaryDirectory, file: StaticString = #filePath, line: UInt = #line) throws -> [ChunkRecord] {
+        let chunks = recorder.catalog.all
+        let onDisk = try FileManager.default.contentsOfDirectory(atPath: storage.path).filter { $0 != ChunkCatalog.indexFileName }.sorted()
+        XCTAssertEqual(onDisk, chunks.map(\.file).sorted(), "catalog and disk agree; no partial file is left", file: file, line: line)
+        var frames = 0
+        for (index, chunk) in chunks.enumerated() {
+            let parsed = try XCTUnwrap(ChunkName.parse(chunk.file), file: file, line: line)
+            XCTAssertEqual(parsed.startMs, Int64((chunk.start * 1000).rounded(.down)), "named after its start", file: file, line: line)
+            XCTAssertEqual(parsed.format, chunk.format, file: file, line: line)
+            let report = try discover(recorder.catalog.url(of: chunk))
+            let duration = try XCTUnwrap(report.duration, "\(chunk.file) is playable: \(report.output)", file: file, line: line)
+            XCTAssertEqual(duration, chunk.duration, accuracy: frame + 0.001, "\(chunk.file): catalog duration matches the file", file: file, line: line)
+            let size = try FileManager.default.attributesOfItem(atPath: recorder.catalog.url(of: chunk).path)[.size] as? NSNumber
+            XCTAssertEqual(size?.int64Value, chunk.size, file: file, line: line)
+            frames += try countFrames(in: recorder.catalog.url(of: chunk))
+            if index > 0 {
+                let gap = chunk.start - chunks[index - 1].end
+                XCTAssertGreaterThanOrEqual(gap, -0.0005, "no overlap between \(chunks[index - 1].file) and \(chunk.file)", file: file, line: line)
+                XCTAssertLessThan(gap, 0.070, "contiguous: \(chunks[index - 1].file) → \(chunk.file)", file: file, line: line)
+            }
+        }
+        let stats = recorder.frameStatistics
+        XCTAssertEqual(frames, stats.recorded, "every recorded frame is in exactly one chunk", file: file, line: line)
+        XCTAssertEqual(stats.captured, stats.recorded, "no frame lost between blur_in and blur_out", file: file, line: line)
+        return chunks
+    }
+
+    func testRecordsContiguousTimedChunks() throws {
+        let storage = TemporaryDirectory()
+        let recorder = try makeRecorder(storage)
+        let startedAt = Date().timeIntervalSince1970
+        try recorder.start()
+        runMainLoop(seconds: 9.5)
+        XCTAssertTrue(stopAndWait(recorder))
+        let chunks = try checkChunks(recorder, storage: storage)
+        XCTAssertGreaterThanOrEqual(chunks.count, 4)
+        XCTAssertTrue(chunks.allSatisfy { $0.format == .mp4 && $0.file.hasSuffix(".mp4") })
+        for chunk in chunks.dropLast() {
+            XCTAssertEqual(chunk.duration, 2.0, accuracy: frame / 2, "\(chunk.file) is a full 2 s chunk")
+        }
+        let first = try XCTUnwrap(chunks.first)
+        XCTAssertEqual(first.start, startedAt, accuracy: 1.5, "chunk start is wall-clock capture time")
+        XCTAssertEqual(recorder.catalog.chunks(from: chunks[1].start + 0.1, to: chunks[2].start + 0.1).map(\.file),
+                       [chunks[1].file, chunks[2].file])
+        XCTAssertEqual(try ChunkCatalog.readIndex(of: storage.url), chunks, "the index on disk is current")
+
+        // The CLI lists the same chunks as JSON.
+        let listed = try runTool(recorderExecutable, ["chunks", "--storage", storage.path, "--json"])
+        XCTAssertEqual(listed.status, 0, listed.output)
+        let decoded = try JSONDecoder().decode([ChunkRecord].self, from: Data(listed.output.utf8))
+        XCTAssertEqual(decoded, chunks)
+        let ranged = try runTool(recorderExecutable, ["chunks", "--storage", storage.path, "--json",
+                                                      "--from", String(chunks[1].start + 0.1), "--to", String(chunks[1].end - 0.1)])
+        XCTAssertEqual(try JSONDecoder().decode([ChunkRecord].self, from: Data(ranged.output.utf8)).map(\.file), [chunks[1].file])
+    }
+
+    func testRecordsMov() throws {
+        let storage = TemporaryDirectory()
+        let recorder = try makeRecorder(storage, extra: ["recording.video_format=mov"])
+        try recorder.start()
+        runMainLoop(seconds: 4.5)
+        XCTAssertTrue(stopAndWait(recorder))
+        let chunks = try checkChunks(recorder, storage: storage)
+        XCTAssertGreaterThanOrEqual(chunks.count, 2)
+        for chunk in chunks {
+            XCTAssertTrue(chunk.file.hasSuffix(".mov"))
+            XCTAssertEqual(chunk.format, .mov)
+            XCTAssertTrue(try discover(recorder.catalog.url(of: chunk)).output.lowercased().contains("quicktime"))
+        }
+    }
+
+    func testLiveRetuneChangesDurationAndContainerWithoutLosingFrames() throws {
+        let storage = TemporaryDirectory()
+        let recorder = try makeRecorder(storage)
+        try recorder.start()
+        var changes: [String] = []
+        var switchedAt = 0.0
+        runMainLoop(seconds: 13, actions: [(at: 3.0, run: {
+            switchedAt = Date().timeIntervalSince1970
+            changes = recorder.retune(RecordingTuning(videoFormat: .mov, chunkDurationMs: 3000, bufferMaxMB: 200))
+        })])
+        XCTAssertTrue(stopAndWait(recorder))
+        XCTAssertEqual(changes.count, 2, "\(changes)")
+        let chunks = try checkChunks(recorder, storage: storage)
+        let before = chunks.filter { $0.format == .mp4 }
+        let after = chunks.filter { $0.format == .mov }
+        XCTAssertGreaterThanOrEqual(before.count, 1)
+        XCTAssertGreaterThanOrEqual(after.count, 3)
+        XCTAssertTrue(before.allSatisfy { $0.start < switchedAt }, "mp4 only before the change")
+        XCTAssertLessThan(after.first!.start - switchedAt, 1.5, "the container changes at the next keyframe")
+        for chunk in after.dropFirst().dropLast() {
+            XCTAssertEqual(chunk.duration, 3.0, accuracy: frame / 2, "\(chunk.file) has the new length")
+        }
+    }
+
+    func testTinyBufferKeepsOnlyTheNewestChunks() throws {
+        let storage = TemporaryDirectory()
+        // Noise does not compress: each 2 s chunk is about 1 MiB.
+        let pipelines = TemporaryDirectory()
+        let pipeline = pipelines.file("noise.pipeline")
+        try String(contentsOfFile: repoPath("pipelines/test.pipeline"), encoding: .utf8)
+            .replacingOccurrences(of: "pattern=ball", with: "pattern=snow")
+            .write(to: pipeline, atomically: true, encoding: .utf8)
+        let recorder = try makeRecorder(storage, extra: ["recording.buffer_max_mb=2", "recording.pipeline=\(pipeline.path)",
+                                                         "pipeline.vars.bitrate_kbps=4000"])
+        var finished: [ChunkRecord] = []
+        var totals: [Int64] = []
+        recorder.onChunkFinished = { chunk in
+            finished.append(chunk.record)
+            totals.append(recorder.catalog.totalBytes)
+        }
+        try recorder.start()
+        runMainLoop(seconds: 12.5)
+        XCTAssertTrue(stopAndWait(recorder))
+        let kept = recorder.catalog.all
+        XCTAssertGreaterThan(finished.count, kept.count, "retention deleted chunks")
+        XCTAssertTrue(totals.allSatisfy { $0 <= 2 * 1_048_576 }, "after each chunk the buffer is within the limit: \(totals)")
+        XCTAssertEqual(kept.map(\.file), finished.suffix(kept.count).map(\.file), "the newest chunks are the ones kept")
+        let onDisk = try FileManager.default.contentsOfDirectory(atPath: storage.path).filter { $0.hasPrefix("chunk_") }.sorted()
+        XCTAssertEqual(onDisk, kept.map(\.file).sorted())
+    }
+
+    func testSourceThatFailsAndComesBack() throws {
+        let storage = TemporaryDirectory()
+        let inputs = TemporaryDirectory()
+        let input = inputs.file("camera.mp4")
+        let recorder = try makeRecorder(storage, extra: ["recording.pipeline=\(repoPath("pipelines/file.pipeline"))",
+                                                         "pipeline.vars.input=\(input.path)"])
+        try recorder.start()   // the file is missing: the recorder keeps retrying
+        var stateWhileMissing = Recorder.State.stopped
+        runMainLoop(seconds: 9, actions: [
+            (at: 2.0, run: { stateWhileMissing = recorder.state }),
+            (at: 2.5, run: {
+                // The "camera" comes back: a 2 s clip.
+                _ = try? runTool("gst-launch-1.0", ["-q", "videotestsrc", "num-buffers=60", "!", "video/x-raw,width=320,height=240,framerate=30/1",
+                                                    "!", "x264enc", "!", "mp4mux", "!", "filesink", "location=\(input.path)"])
+            }),
+        ])
+        if case .waitingToRetry = stateWhileMissing {} else { XCTFail("expected to wait for the source, was \(stateWhileMissing)") }
+        XCTAssertTrue(stopAndWait(recorder))
+        let chunks = recorder.catalog.all
+        XCTAssertGreaterThanOrEqual(chunks.count, 1, "recording resumed once the source was back")
+        for chunk in chunks {
+            XCTAssertNotNil(try discover(recorder.catalog.url(of: chunk)).duration, "\(chunk.file) playable")
+        }
+        // The 2 s file ended at least once and was restarted: still no frame lost inside a run.
+        XCTAssertEqual(recorder.frameStatistics.captured, recorder.frameStatistics.recorded)
+    }
+}
