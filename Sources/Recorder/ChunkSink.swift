@@ -188,7 +188,19 @@ final class ChunkSink {
         return finished
     }
 
+    /// Set after a pipeline error: chunks closed afterwards may be cut short
+    /// (a full disk), so each is checked to be playable before it is named.
+    var verifyBeforeFinalizing = false
+
     private func finalize(fragment: OpenFragment, partialPath: String, endNs: UInt64, stats: FrameStatistics) -> FinishedChunk? {
+        var endNs = endNs
+        if verifyBeforeFinalizing {
+            guard let playable = MediaProbe.duration(of: URL(fileURLWithPath: partialPath)) else {
+                logger.warning("\(partialPath) was cut short by the error and is not playable; the repair pass handles it")
+                return nil
+            }
+            endNs = min(endNs, fragment.startNs + UInt64(playable * 1e9))
+        }
         let finalName = ChunkName.final(startMs: fragment.startMs, format: fragment.format)
         let finalURL = storage.appendingPathComponent(finalName)
         let fm = FileManager.default

@@ -68,6 +68,7 @@ final class RecordingSession {
             }
             if stopping, chunkSink.isFinished { finishStop() }
         case .error(let text, let debug, let noSpaceLeft):
+            chunkSink.verifyBeforeFinalizing = true
             logger.debug("GStreamer debug for \(message.sourceName): \(debug ?? "-")")
             guard !stopping else {
                 logger.warning("error while stopping, from \(message.sourceName): \(text)")
