@@ -33,6 +33,14 @@ static inline GType cgst_type_bin(void) { return GST_TYPE_BIN; }
 static inline gboolean cgst_is_type(gpointer obj, GType t) { return G_TYPE_CHECK_INSTANCE_TYPE(obj, t); }
 static inline const gchar *cgst_object_name(gpointer obj) { return GST_OBJECT_NAME(obj); }
 
+/* GstVideoFrame fields are fixed-size arrays, which Swift imports as tuples. */
+static inline guint8 *cgst_video_frame_plane(GstVideoFrame *f, guint i) { return (guint8 *)GST_VIDEO_FRAME_PLANE_DATA(f, i); }
+static inline gint cgst_video_frame_stride(GstVideoFrame *f, guint i) { return GST_VIDEO_FRAME_PLANE_STRIDE(f, i); }
+static inline GstVideoFormat cgst_video_frame_format(GstVideoFrame *f) { return GST_VIDEO_FRAME_FORMAT(f); }
+static inline gint cgst_video_frame_width(GstVideoFrame *f) { return GST_VIDEO_FRAME_WIDTH(f); }
+static inline gint cgst_video_frame_height(GstVideoFrame *f) { return GST_VIDEO_FRAME_HEIGHT(f); }
+static inline gboolean cgst_buffer_is_writable(GstBuffer *b) { return gst_buffer_is_writable(b); }
+
 /* g_signal_connect is a macro over g_signal_connect_data. */
 static inline gulong cgst_signal_connect(gpointer instance, const gchar *signal, GCallback cb, gpointer data) {
     return g_signal_connect_data(instance, signal, cb, data, NULL, (GConnectFlags)0);
