@@ -4,8 +4,10 @@ import PackageDescription
 // Layout (one target per concern):
 //   CGStreamer, CSoup, CAvahi   system library modules (pkg-config) + tiny inline shims
 //   GStreamerSupport            the unsafe C boundary: typed Swift over GStreamer/GLib
+//   CFaceDetector               C++ shim: CenterFace face detection (OpenCV DNN), pixelation
 //   RecorderCore                pure Swift: config, TOML, pipeline templates, chunk catalog, retention
 //   Recorder                    the media engine: pipeline, frame path, chunk lifecycle, service
+//   FaceBlur                    the privacy stage: detection thread, tracking, anonymisation
 //   allspark-recorder           the command-line executable
 let package = Package(
     name: "allspark-recorder",
@@ -33,6 +35,21 @@ let package = Package(
             pkgConfig: "avahi-client avahi-glib",
             providers: [.apt(["libavahi-client-dev", "libavahi-glib-dev"])]
         ),
+        // CenterFace through OpenCV DNN behind a C interface. Debian's
+        // libopencv-dnn-dev has no pkg-config file of its own (opencv4.pc
+        // comes with libopencv-dev and drags in VTK): headers and libraries by name.
+        .target(
+            name: "CFaceDetector",
+            cxxSettings: [.unsafeFlags(["-isystem", "/usr/include/opencv4"])],
+            linkerSettings: [
+                .linkedLibrary("opencv_dnn"), .linkedLibrary("opencv_imgproc"),
+                .linkedLibrary("opencv_core"), .linkedLibrary("m"),
+            ]
+        ),
+        .target(
+            name: "FaceBlur",
+            dependencies: ["CFaceDetector", "GStreamerSupport", "Recorder", "RecorderCore", .product(name: "Logging", package: "swift-log")]
+        ),
         .target(
             name: "GStreamerSupport",
             dependencies: ["CGStreamer", .product(name: "Logging", package: "swift-log")]
@@ -51,19 +68,24 @@ let package = Package(
         .executableTarget(
             name: "allspark-recorder",
             dependencies: [
-                "Recorder", "RecorderCore", "GStreamerSupport",
+                "Recorder", "RecorderCore", "GStreamerSupport", "FaceBlur",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .target(
             name: "RecorderTestSupport",
-            dependencies: ["Recorder", "RecorderCore", "GStreamerSupport"],
+            dependencies: ["Recorder", "RecorderCore", "GStreamerSupport", "FaceBlur"],
             path: "Tests/RecorderTestSupport"
         ),
         .testTarget(
             name: "RecorderCoreTests",
             dependencies: ["RecorderCore"]
+        ),
+        .testTarget(
+            name: "FaceBlurTests",
+            dependencies: ["FaceBlur", "Recorder", "RecorderCore", "GStreamerSupport", "RecorderTestSupport",
+                           .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(
             name: "RecorderTests",

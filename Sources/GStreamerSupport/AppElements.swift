@@ -104,6 +104,16 @@ public final class AppSource {
     }
 
     public func endOfStream() { _ = gst_app_src_end_of_stream(source) }
+
+    /// Pushes raw bytes as one buffer with the given timestamps (caps are
+    /// the appsrc's own). For tools and tests that synthesise video.
+    public func push(bytes: [UInt8], presentationTime: ClockTime, duration: ClockTime) -> Bool {
+        guard let buffer = gst_buffer_new_allocate(nil, gsize(bytes.count), nil) else { return false }
+        _ = bytes.withUnsafeBytes { gst_buffer_fill(buffer, 0, $0.baseAddress, gsize(bytes.count)) }
+        buffer.pointee.pts = presentationTime
+        buffer.pointee.duration = duration
+        return gst_app_src_push_buffer(source, buffer) == GST_FLOW_OK   // takes the buffer
+    }
 }
 
 /// `splitmuxsink`'s `format-location-full`: the handler gets the fragment

@@ -67,6 +67,20 @@ public final class Pipeline: Element, @unchecked Sendable {
         gst_object_unref(UnsafeMutableRawPointer(clock))
     }
 
+    /// Current position in seconds (nil when unknown).
+    public var position: Double? {
+        var value: gint64 = -1
+        guard gst_element_query_position(pointer, GST_FORMAT_TIME, &value) != 0, value >= 0 else { return nil }
+        return Double(value) / 1e9
+    }
+
+    /// Stream duration in seconds (nil when unknown).
+    public var duration: Double? {
+        var value: gint64 = -1
+        guard gst_element_query_duration(pointer, GST_FORMAT_TIME, &value) != 0, value > 0 else { return nil }
+        return Double(value) / 1e9
+    }
+
     /// Takes the first error waiting on the bus, if any (after a failed state change).
     public func takeError() -> String? {
         guard let bus = gst_element_get_bus(pointer) else { return nil }

@@ -3,21 +3,30 @@ import GStreamerSupport
 
 /// The privacy stage between `blur_in` and `blur_out`.
 ///
-/// Threading: `process` is called on the capture chain's streaming thread,
-/// one frame at a time and in order.
+/// Threading: `process` and `drain` are called one at a time (never
+/// concurrently), `process` on the capture chain's streaming thread, in
+/// frame order.
 public protocol FrameProcessor: AnyObject {
     /// Short name for logs.
     var name: String { get }
-    /// The frame to record, or nil to drop it. A processor that cannot do
-    /// its job must return nil, never the unprocessed frame (fail closed).
-    func process(_ frame: Sample) -> Sample?
+    /// Takes a frame and returns the frames ready to be recorded, oldest
+    /// first: none, this one, or older ones a delaying stage held back.
+    /// A processor that cannot do its job must never return an unprocessed
+    /// frame (fail closed): it drops it or blacks it out.
+    func process(_ frame: Sample) -> [Sample]
+    /// End of stream: every frame still held, processed.
+    func drain() -> [Sample]
+    /// The pipeline run is over: release threads and resources.
+    func close()
 }
 
 /// Hands frames through untouched; used when `privacy.face_blur = false`.
 public final class PassThroughProcessor: FrameProcessor {
     public init() {}
     public var name: String { "pass-through" }
-    public func process(_ frame: Sample) -> Sample? { frame }
+    public func process(_ frame: Sample) -> [Sample] { [frame] }
+    public func drain() -> [Sample] { [] }
+    public func close() {}
 }
 
 /// Frame counts of one pipeline run.
@@ -26,8 +35,6 @@ public struct FrameStatistics: Equatable, Sendable {
     public var captured = 0
     /// Frames handed to `blur_out` (and so to the encoder).
     public var recorded = 0
-    /// Frames the processor refused.
-    public var dropped = 0
     /// Frames that arrived after the run was told to stop.
     public var afterStop = 0
     public var width = 0
@@ -50,6 +57,9 @@ public final class FramePath: @unchecked Sendable {
     private let source: AppSource
     private let processor: FrameProcessor
     private let lock = NSLock()
+    /// Serialises `process`/`drain` and pushes, so the end of stream always
+    /// follows the last frame.
+    private let processing = NSLock()
     private var stats = FrameStatistics()
     private var finished = false
 
@@ -59,17 +69,18 @@ public final class FramePath: @unchecked Sendable {
         self.processor = processor
     }
 
-    /// Configures both ends and starts accepting frames (before the pipeline plays).
-    public func start() {
+    /// Configures both ends and starts accepting frames (before the pipeline
+    /// plays). `realTime: false` processes a file as fast as possible.
+    public func start(realTime: Bool = true) {
         // The service owns these properties, whatever the file says:
         // sync so that file sources play in real time (live sources are
         // never early); no dropping: a lost frame must be a counted decision.
-        sink.element.set("sync", true)
+        sink.element.set("sync", realTime)
         sink.element.set("drop", false)
         sink.element.set("max-buffers", 4)
         sink.element.set("enable-last-sample", false)
         source.element.set("format", "time")
-        source.element.set("is-live", true)
+        source.element.set("is-live", realTime)
         source.element.set("do-timestamp", false)
         // Block the capture thread rather than queue without bound when the
         // encoder falls behind: back-pressure, not memory growth.
@@ -83,6 +94,7 @@ public final class FramePath: @unchecked Sendable {
     }
 
     private func handle(_ sample: Sample) -> Bool {
+        processing.lock(); defer { processing.unlock() }
         lock.lock()
         if finished {
             stats.afterStop += 1
@@ -96,32 +108,37 @@ public final class FramePath: @unchecked Sendable {
             stats.framesPerSecond = info.fps
         }
         lock.unlock()
-
-        guard let processed = processor.process(sample) else {
-            lock.lock(); stats.dropped += 1; lock.unlock()
-            return true
-        }
-        let pushed = source.push(processed)
-        lock.lock()
-        if pushed {
-            stats.recorded += 1
-            stats.lastFrameDuration = processed.duration.map(UInt64.init) ?? stats.lastFrameDuration
-            stats.lastFrameRunningTime = processed.runningTime.map(UInt64.init) ?? stats.lastFrameRunningTime
-        } else {
-            stats.afterStop += 1
-        }
-        lock.unlock()
+        push(processor.process(sample))
         return true
     }
 
-    /// Stops accepting frames and ends the stream into the encoder, after
-    /// every frame already accepted. Idempotent.
+    private func push(_ frames: [Sample]) {
+        for frame in frames {
+            let pushed = source.push(frame)
+            lock.lock()
+            if pushed {
+                stats.recorded += 1
+                stats.lastFrameDuration = frame.duration.map(UInt64.init) ?? stats.lastFrameDuration
+                stats.lastFrameRunningTime = frame.runningTime.map(UInt64.init) ?? stats.lastFrameRunningTime
+            } else {
+                stats.afterStop += 1
+            }
+            lock.unlock()
+        }
+    }
+
+    /// Stops accepting frames, records what the processor still holds, and
+    /// ends the stream into the encoder after every frame already accepted.
+    /// Idempotent.
     public func finish() {
+        processing.lock(); defer { processing.unlock() }
         lock.lock()
         let wasFinished = finished
         finished = true
         lock.unlock()
-        if !wasFinished { source.endOfStream() }
+        guard !wasFinished else { return }
+        push(processor.drain())
+        source.endOfStream()
     }
 
     public var statistics: FrameStatistics {
@@ -129,6 +146,10 @@ public final class FramePath: @unchecked Sendable {
         return stats
     }
 
-    /// Drops the sink's callbacks so nothing refers back to this object.
-    public func detach() { sink.clearHandlers() }
+    /// Drops the sink's callbacks so nothing refers back to this object,
+    /// and closes the processor.
+    public func detach() {
+        sink.clearHandlers()
+        processor.close()
+    }
 }

@@ -70,7 +70,6 @@ public final class Recorder {
         if let current = session?.framePath.statistics {
             total.captured += current.captured
             total.recorded += current.recorded
-            total.dropped += current.dropped
             total.afterStop += current.afterStop
             total.width = current.width
             total.height = current.height
@@ -86,7 +85,7 @@ public final class Recorder {
     public func start() throws {
         // Validate before touching anything: a broken file is the user's to fix now.
         _ = try PipelineLoader.load(file: config.recording.pipeline, variables: config.pipelineVariables)
-        _ = try makeProcessor()
+        try makeProcessor().close()   // fail closed now, not at the first frame
         let report = catalog.reconcile(probe: { MediaProbe.duration(of: $0) })
         let summary = "storage \(catalog.directory.path): \(catalog.all.count) chunks, \(catalog.totalBytes / 1_048_576) MiB"
             + (report.repaired.isEmpty ? "" : ", repaired \(report.repaired.count)")
@@ -163,7 +162,6 @@ public final class Recorder {
     private func addFinished(_ s: FrameStatistics) {
         finishedSessionStatistics.captured += s.captured
         finishedSessionStatistics.recorded += s.recorded
-        finishedSessionStatistics.dropped += s.dropped
         finishedSessionStatistics.afterStop += s.afterStop
     }
 

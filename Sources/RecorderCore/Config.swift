@@ -37,6 +37,17 @@ public struct RecorderConfig: Equatable, Sendable {
     }
     public struct Privacy: Equatable, Sendable {
         public var faceBlur: Bool
+        /// Absolute path of the CenterFace ONNX model.
+        public var model: String
+        /// `pixelate` or `fill`.
+        public var mode: String
+        public var threshold: Double
+        /// Fraction of the face box added on each side (the whole head).
+        public var margin: Double
+        public var holdMs: Int
+        public var detectWidth: Int
+        public var tileEvery: Int
+        public var maxLatencyMs: Int
     }
 
     public var device: Device
@@ -100,6 +111,14 @@ public enum ConfigLoader {
         Key(name: "recording.chunk_duration_ms", kind: .integer),
         Key(name: "recording.buffer_max_mb", kind: .integer),
         Key(name: "privacy.face_blur", kind: .bool),
+        Key(name: "privacy.model", kind: .path),
+        Key(name: "privacy.mode", kind: .string),
+        Key(name: "privacy.threshold", kind: .number),
+        Key(name: "privacy.margin", kind: .number),
+        Key(name: "privacy.hold_ms", kind: .integer),
+        Key(name: "privacy.detect_width", kind: .integer),
+        Key(name: "privacy.tile_every", kind: .integer),
+        Key(name: "privacy.max_latency_ms", kind: .integer),
     ]
     static let variablesPrefix = "pipeline.vars."
 
@@ -172,6 +191,22 @@ public enum ConfigLoader {
         let duration = try reader.integer("recording.chunk_duration_ms", default: 30_000, range: ConfigLimits.chunkDurationMs)
         let bufferMax = try reader.integer("recording.buffer_max_mb", default: 16_000, range: ConfigLimits.bufferMaxMB)
         let faceBlur = try reader.bool("privacy.face_blur", default: true)
+        // The model sits in ../models beside the config folder unless said otherwise.
+        let model = try reader.path("privacy.model")
+            ?? absolute("../models/centerface.onnx", relativeTo: fileDirectory)
+        let mode = try reader.string("privacy.mode", default: "pixelate")
+        guard ["pixelate", "fill"].contains(mode) else {
+            throw ConfigError("\(reader.origin("privacy.mode")): privacy.mode = \"\(mode)\" is not allowed; use \"pixelate\" or \"fill\"")
+        }
+        let threshold = try reader.number("privacy.threshold", default: 0.3, range: 0.05...0.95)
+        let margin = try reader.number("privacy.margin", default: 0.3, range: 0...2)
+        let holdMs = try reader.integer("privacy.hold_ms", default: 1000, range: 0...10_000)
+        let detectWidth = try reader.integer("privacy.detect_width", default: 640, range: 128...1920)
+        guard detectWidth % 32 == 0 else {
+            throw ConfigError("\(reader.origin("privacy.detect_width")): privacy.detect_width = \(detectWidth) must be a multiple of 32 (e.g. 640)")
+        }
+        let tileEvery = try reader.integer("privacy.tile_every", default: 2, range: 0...10)
+        let maxLatencyMs = try reader.integer("privacy.max_latency_ms", default: 400, range: 50...5000)
         if deviceName.trimmingCharacters(in: .whitespaces).isEmpty {
             throw ConfigError("\(reader.origin("device.name")): device.name must not be empty (leave it out to use the host name)")
         }
@@ -193,7 +228,8 @@ public enum ConfigLoader {
                           reconnectDelaySeconds: reconnect, announceChunks: announce),
             recording: .init(pipeline: pipeline, storageDirectory: storage, videoFormat: format,
                              chunkDurationMs: duration, bufferMaxMB: bufferMax),
-            privacy: .init(faceBlur: faceBlur),
+            privacy: .init(faceBlur: faceBlur, model: model, mode: mode, threshold: threshold, margin: margin,
+                           holdMs: holdMs, detectWidth: detectWidth, tileEvery: tileEvery, maxLatencyMs: maxLatencyMs),
             pipelineVariables: variables,
             sourceFile: file)
     }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import FaceBlur
 import Foundation
 import GStreamerSupport
 import Logging
@@ -35,7 +36,7 @@ struct Run: ParsableCommand {
         }
         let recorder: Recorder
         do {
-            recorder = try Recorder(config: configuration, makeProcessor: { try PrivacyStage.make(for: configuration, logger: logger) })
+            recorder = try Recorder(config: configuration, makeProcessor: { try PrivacyStage.make(for: configuration) })
         } catch {
             fail("\(error)")
         }
@@ -71,7 +72,7 @@ struct Run: ParsableCommand {
         loop.run()
         _ = sources
         let stats = recorder.frameStatistics
-        logger.notice("stopped: \(stats.captured) frames captured, \(stats.recorded) recorded, \(stats.dropped) dropped by the privacy stage; \(recorder.catalog.all.count) chunks in \(configuration.recording.storageDirectory)")
+        logger.notice("stopped: \(stats.captured) frames captured, \(stats.recorded) recorded; \(recorder.catalog.all.count) chunks in \(configuration.recording.storageDirectory)")
         if recorder.state != .stopped { exitCode = 1 }
         if exitCode != 0 { throw ExitCode(exitCode) }
     }
@@ -80,12 +81,16 @@ struct Run: ParsableCommand {
 /// Builds the privacy stage the config asks for, refusing (fail closed)
 /// when face blurring is on and no detector can run.
 enum PrivacyStage {
-    static func make(for config: RecorderConfig, logger: Logger) throws -> FrameProcessor {
+    static func make(for config: RecorderConfig, realTime: Bool = true) throws -> FrameProcessor {
         guard config.privacy.faceBlur else { return PassThroughProcessor() }
-        throw RecorderStartError("""
-            privacy.face_blur = true, but this build has no face detector, so no frame could be blurred. \
-            Refusing to record rather than store faces. Set privacy.face_blur = false in \(config.sourceFile) \
-            (or --set privacy.face_blur=false) to record without blurring.
-            """)
+        do {
+            return try FaceBlurStage(settings: FaceBlurSettings(config.privacy), realTime: realTime)
+        } catch {
+            throw RecorderStartError("""
+                privacy.face_blur = true, but faces cannot be detected: \(error). \
+                Refusing to record rather than store faces. Fix that (scripts/setup installs the model), \
+                or set privacy.face_blur = false in \(config.sourceFile) (--set privacy.face_blur=false) to record without blurring.
+                """)
+        }
     }
 }

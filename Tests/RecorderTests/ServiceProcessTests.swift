@@ -90,13 +90,15 @@ final class ServiceProcessTests: XCTestCase {
         for record in index { XCTAssertNotNil(try discover(storage.file(record.file)).duration, record.file) }
     }
 
-    func testRefusesToRecordWithBlurOnAndNoDetector() throws {
+    func testRefusesToRecordWithBlurOnAndTheModelMissing() throws {
         let storage = TemporaryDirectory()
         let service = try Service(["run", "--config", repoPath("config/demo.toml"), "--set", "recording.storage_dir=\(storage.path)",
-                                   "--set", "privacy.face_blur=true", "--duration", "3"])
+                                   "--set", "privacy.face_blur=true", "--set", "privacy.model=/nonexistent/centerface.onnx",
+                                   "--duration", "3"])
         let (status, log) = service.finish()
         XCTAssertNotEqual(status, 0)
         XCTAssertTrue(log.contains("privacy.face_blur = true"), log)
+        XCTAssertTrue(log.contains("/nonexistent/centerface.onnx is missing"), log)
         XCTAssertTrue(log.contains("Refusing to record"), log)
         XCTAssertEqual(files(in: storage).filter { $0.contains("chunk_") }, [], "nothing was recorded")
     }

@@ -1,0 +1,117 @@
+import CFaceDetector
+import Foundation
+
+/// A rectangle in frame pixels.
+public struct FaceRect: Equatable, Sendable, CustomStringConvertible {
+    public var x: Double, y: Double, width: Double, height: Double
+    public init(x: Double, y: Double, width: Double, height: Double) {
+        self.x = x; self.y = y; self.width = width; self.height = height
+    }
+    public var maxX: Double { x + width }
+    public var maxY: Double { y + height }
+    public var area: Double { max(0, width) * max(0, height) }
+    public var center: (x: Double, y: Double) { (x + width / 2, y + height / 2) }
+
+    /// Grows each side by `fraction` of the width/height.
+    public func expanded(by fraction: Double) -> FaceRect {
+        FaceRect(x: x - width * fraction, y: y - height * fraction,
+                 width: width * (1 + 2 * fraction), height: height * (1 + 2 * fraction))
+    }
+
+    public func union(_ other: FaceRect) -> FaceRect {
+        let minX = min(x, other.x), minY = min(y, other.y)
+        return FaceRect(x: minX, y: minY, width: max(maxX, other.maxX) - minX, height: max(maxY, other.maxY) - minY)
+    }
+
+    public func intersection(_ other: FaceRect) -> FaceRect? {
+        let minX = max(x, other.x), minY = max(y, other.y)
+        let w = min(maxX, other.maxX) - minX, h = min(maxY, other.maxY) - minY
+        return w > 0 && h > 0 ? FaceRect(x: minX, y: minY, width: w, height: h) : nil
+    }
+
+    public func intersectionOverUnion(_ other: FaceRect) -> Double {
+        guard let i = intersection(other) else { return 0 }
+        return i.area / (area + other.area - i.area)
+    }
+
+    public var description: String { String(format: "(%.0f,%.0f %.0fx%.0f)", x, y, width, height) }
+}
+
+public struct FaceDetection: Sendable {
+    public var rect: FaceRect
+    public var score: Float
+}
+
+public struct FaceDetectorError: Error, CustomStringConvertible {
+    public var description: String
+}
+
+/// CenterFace through OpenCV DNN (the CFaceDetector shim).
+///
+/// Threading: not thread-safe; one thread uses a detector (the stage's
+/// detection thread, or a test).
+public final class FaceDetector {
+    private let handle: OpaquePointer
+
+    /// Loads the model; throws with the reason when it is missing or unreadable.
+    public init(modelPath: String, threads: Int = 2) throws {
+        guard FileManager.default.isReadableFile(atPath: modelPath) else {
+            throw FaceDetectorError(description: "the face model \(modelPath) is missing; scripts/setup installs it (scripts/fetch-face-model)")
+        }
+        var err = [CChar](repeating: 0, count: 512)
+        guard let handle = afd_create(modelPath, Int32(threads), &err, err.count) else {
+            throw FaceDetectorError(description: "cannot load the face model \(modelPath): \(String(cString: err))")
+        }
+        self.handle = handle
+    }
+
+    deinit { afd_free(handle) }
+
+    /// Network input size for a region: `width` wide (a multiple of 32), the
+    /// height following the region's aspect ratio, rounded to a multiple of 32.
+    public static func inputSize(forRegionWidth w: Int, height h: Int, inputWidth: Int) -> (width: Int, height: Int) {
+        let width = max(32, (inputWidth / 32) * 32)
+        let height = max(32, Int((Double(width) * Double(h) / Double(max(1, w)) / 32).rounded()) * 32)
+        return (width, height)
+    }
+
+    /// Detects faces on an 8-bit luma plane within `region` (nil: the whole frame).
+    public func detect(luma: UnsafePointer<UInt8>, width: Int, height: Int, stride: Int,
+                       region: FaceRect? = nil, inputWidth: Int, threshold: Float) throws -> [FaceDetection] {
+        let r = region ?? FaceRect(x: 0, y: 0, width: Double(width), height: Double(height))
+        let rx = Int(r.x.rounded()), ry = Int(r.y.rounded()), rw = Int(r.width.rounded()), rh = Int(r.height.rounded())
+        let input = Self.inputSize(forRegionWidth: rw, height: rh, inputWidth: min(inputWidth, max(32, (rw / 32) * 32 + 32)))
+        var faces = [afd_face](repeating: afd_face(), count: 64)
+        var err = [CChar](repeating: 0, count: 512)
+        let n = afd_detect_gray(handle, luma, Int32(width), Int32(height), Int32(stride),
+                                Int32(rx), Int32(ry), Int32(rw), Int32(rh),
+                                Int32(input.width), Int32(input.height), threshold,
+                                &faces, Int32(faces.count), &err, err.count)
+        guard n >= 0 else { throw FaceDetectorError(description: "face detection failed: \(String(cString: err))") }
+        return faces.prefix(Int(n)).map {
+            FaceDetection(rect: FaceRect(x: Double($0.x), y: Double($0.y), width: Double($0.width), height: Double($0.height)), score: $0.score)
+        }
+    }
+}
+
+/// Pixelation and fills on raw planes (I420/NV12), in place.
+public enum PlaneEditor {
+    /// Replaces each cell of the rectangle with its mean.
+    public static func pixelate(_ plane: UnsafeMutablePointer<UInt8>, width: Int, height: Int, stride: Int,
+                                channels: Int = 1, rect: FaceRect, cell: Int) {
+        _ = afd_pixelate_plane_n(plane, Int32(width), Int32(height), Int32(stride), Int32(channels),
+                                 Int32(rect.x.rounded(.down)), Int32(rect.y.rounded(.down)),
+                                 Int32(rect.width.rounded(.up)), Int32(rect.height.rounded(.up)), Int32(max(1, cell)))
+    }
+
+    /// Sets every byte of the (clipped) rectangle to `value`.
+    public static func fill(_ plane: UnsafeMutablePointer<UInt8>, width: Int, height: Int, stride: Int,
+                            channels: Int = 1, rect: FaceRect, value: UInt8) {
+        let x0 = max(0, Int(rect.x.rounded(.down))), y0 = max(0, Int(rect.y.rounded(.down)))
+        let x1 = min(width, Int(rect.maxX.rounded(.up))), y1 = min(height, Int(rect.maxY.rounded(.up)))
+        guard x1 > x0, y1 > y0 else { return }
+        for row in y0..<y1 {
+            (plane + row * stride + x0 * channels).update(repeating: value, count: (x1 - x0) * channels)
+        }
+    }
+}

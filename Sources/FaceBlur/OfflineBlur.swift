@@ -1,0 +1,87 @@
+import Foundation
+import GStreamerSupport
+import Logging
+import Recorder
+import RecorderCore
+
+/// Runs the face-blur stage over a video file: decode, blur, encode to mp4
+/// or mov (by the output's extension). The same stage as the live
+/// recorder, waiting for the detector instead of racing a camera.
+public enum OfflineBlur {
+    public struct Report: Sendable {
+        public var framesIn: Int
+        public var framesOut: Int
+        public var seconds: Double
+        public var counters: FaceBlurStage.Counters
+        public var framesPerSecond: Double { seconds > 0 ? Double(framesOut) / seconds : 0 }
+    }
+
+    public struct Progress: Sendable {
+        public var frames: Int
+        public var position: Double
+        public var duration: Double?
+        public var elapsed: Double
+    }
+
+    public static func run(input: String, output: String, settings: FaceBlurSettings,
+                           logger: Logger = Logger(label: "allspark.blur"),
+                           progress: ((Progress) -> Void)? = nil) throws -> Report {
+        guard FileManager.default.isReadableFile(atPath: input) else {
+            throw GStreamerError("\(input): no such file")
+        }
+        let ext = (output as NSString).pathExtension.lowercased()
+        guard let format = VideoFormat(rawValue: ext) else {
+            throw GStreamerError("\(output): the output must end in .mp4 or .mov")
+        }
+        let quote = { (path: String) in "\"" + path.replacingOccurrences(of: "\"", with: "\\\"") + "\"" }
+        // async=false on the file sink: its preroll would wait for frames
+        // that only flow once the appsink side plays (one-pipeline deadlock).
+        let pipeline = try Pipeline.parse("""
+            filesrc location=\(quote(input)) ! decodebin ! videoconvert ! video/x-raw,format=I420 ! appsink name=blur_in \
+            appsrc name=blur_out ! videoconvert ! x264enc speed-preset=veryfast pass=quant quantizer=20 key-int-max=60 \
+            ! h264parse ! \(format.muxerFactory) ! filesink async=false location=\(quote(output))
+            """)
+        guard let sinkElement = pipeline.element(named: "blur_in"), let sink = AppSink(sinkElement),
+              let sourceElement = pipeline.element(named: "blur_out"), let source = AppSource(sourceElement) else {
+            throw GStreamerError("cannot build the blur pipeline")
+        }
+        let stage = try FaceBlurStage(settings: settings, realTime: false, logger: logger)
+        let path = FramePath(sink: sink, source: source, processor: stage)
+        path.start(realTime: false)
+
+        let loop = MainLoop()
+        var failure: String?
+        let started = Date()
+        let watch = pipeline.watchBus { message in
+            switch message.kind {
+            case .endOfStream: loop.quit()
+            case .error(let text, let debug, _):
+                failure = "\(message.sourceName): \(text)\(BusMessage.detail(debug))"
+                loop.quit()
+            default: break
+            }
+        }
+        let ticker = progress.map { report in
+            MainLoop.every(0.5) {
+                report(Progress(frames: path.statistics.recorded, position: pipeline.position ?? 0,
+                                duration: pipeline.duration, elapsed: Date().timeIntervalSince(started)))
+                return true
+            }
+        }
+        guard pipeline.setState(.playing) else {
+            throw GStreamerError("cannot play \(input): \(pipeline.takeError() ?? "unknown error")")
+        }
+        loop.run()
+        ticker?.cancel()
+        watch.remove()
+        pipeline.setState(.null)
+        path.detach()
+        let seconds = Date().timeIntervalSince(started)
+        if let failure {
+            try? FileManager.default.removeItem(atPath: output)
+            throw GStreamerError(failure)
+        }
+        let stats = path.statistics
+        return Report(framesIn: stats.captured, framesOut: stats.recorded, seconds: seconds, counters: stage.counters)
+    }
+}

@@ -1,0 +1,69 @@
+import ArgumentParser
+import FaceBlur
+import Foundation
+import Logging
+import RecorderCore
+
+struct Blur: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Pixelate every face in a video file (the recorder's own privacy stage, offline).",
+        discussion: """
+            The output container follows its extension (.mp4 or .mov); the frame count is kept.
+            Stage options come from [privacy] of --config (default: config/default.toml's defaults) and --set:
+              allspark-recorder blur in.mp4 out.mp4 --set privacy.mode=fill --set privacy.threshold=0.25
+            """)
+
+    @Argument(help: "The video to anonymise.")
+    var input: String
+
+    @Argument(help: "Where to write the result (.mp4 or .mov).")
+    var output: String
+
+    @Option(help: "Take [privacy] settings (and the model path) from this config file.")
+    var config: String?
+
+    @OptionGroup var common: CommonOptions
+
+    func run() throws {
+        common.bootstrapLogging()
+        let privacy: RecorderConfig.Privacy
+        do {
+            privacy = try Self.privacySettings(config: config, overrides: common.overrides)
+        } catch { fail("\(error)") }
+        let showProgress = isatty(STDERR_FILENO) != 0
+        let report: OfflineBlur.Report
+        do {
+            report = try OfflineBlur.run(input: input, output: output, settings: FaceBlurSettings(privacy)) { p in
+                guard showProgress else { return }
+                let total = p.duration.map { String(format: " / %.1f s", $0) } ?? ""
+                let fps = p.elapsed > 0 ? Double(p.frames) / p.elapsed : 0
+                FileHandle.standardError.write(Data(String(format: "\r%6d frames  %.1f s%@  %.1f fps ", p.frames, p.position, total, fps).utf8))
+            }
+        } catch { fail("\(error)") }
+        if showProgress { FileHandle.standardError.write(Data("\n".utf8)) }
+        let c = report.counters
+        print("""
+            \(output): \(report.framesOut) of \(report.framesIn) frames in \(String(format: "%.1f", report.seconds)) s \
+            (\(String(format: "%.1f", report.framesPerSecond)) fps); faces hidden in \(c.framesWithFaces) frames; \
+            \(c.wholeFramePasses) whole-frame and \(c.tilePasses) tile detections
+            """)  // user-facing
+        if report.framesOut != report.framesIn { throw ExitCode(1) }
+    }
+
+    /// `[privacy]` from a config file, or the defaults when none is given.
+    static func privacySettings(config: String?, overrides: [String]) throws -> RecorderConfig.Privacy {
+        if let config { return try ConfigLoader.load(file: config, overrides: overrides).privacy }
+        // No config: the defaults, with the model in the repository's models/ next to the binary's checkout.
+        let document = try TOMLDocument(parsing: "[recording]\npipeline = \"unused\"", file: "(defaults)")
+        let base = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        var folder = base.deletingLastPathComponent()
+        while folder.path != "/", !FileManager.default.fileExists(atPath: folder.appendingPathComponent("models").path) {
+            folder.deleteLastPathComponent()
+        }
+        let model = folder.path == "/" ? "/etc/allspark-recorder/models/centerface.onnx"
+            : folder.appendingPathComponent("models/centerface.onnx").path
+        return try ConfigLoader.make(document: document, file: "(defaults)",
+                                     overrides: ["privacy.model=\(model)"] + overrides,
+                                     hostName: "unused").privacy
+    }
+}

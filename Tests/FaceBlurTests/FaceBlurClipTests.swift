@@ -1,0 +1,196 @@
+import XCTest
+import GStreamerSupport
+import Logging
+import RecorderTestSupport
+@testable import FaceBlur
+
+/// Clips built from real photos (scikit-image's astronaut and cameraman on
+/// the coffee photo), blurred by the offline stage, and judged frame by frame:
+/// a face is "left recognisable" when the detector still finds it in the
+/// output or when its detail did not collapse. Clips of the cameraman are
+/// held out of tuning and reported on their own.
+final class FaceBlurClipTests: XCTestCase {
+    static let width = 640, height = 360, frameCount = 60
+
+    /// A clip and where the face is in each frame.
+    struct Clip {
+        var name: String
+        var frames: [RawImage] = []
+        var faces: [Rect?] = []
+    }
+
+    struct Verdict: CustomStringConvertible {
+        var name: String
+        var faceFrames = 0
+        var recognisable = 0
+        var detailRatios: [Double] = []
+        var worstOutsideDifference = 0.0
+        var framesIn = 0, framesOut = 0
+        var description: String {
+            String(format: "%@: %d/%d face-frames recognisable, detail kept ≤ %.2f, outside diff ≤ %.2f, frames %d→%d",
+                   name, recognisable, faceFrames, detailRatios.max() ?? 0, worstOutsideDifference, framesIn, framesOut)
+        }
+    }
+
+    static var background: RawImage!
+    static var astronaut: RawImage!
+    static var cameraman: RawImage!
+    /// Face boxes in the source photos (the detector on the clean, full-size photo).
+    static var astronautFace = Rect(x: 0, y: 0, width: 0, height: 0)
+    static var cameramanFace = Rect(x: 0, y: 0, width: 0, height: 0)
+
+    override class func setUp() {
+        super.setUp()
+        do {
+            background = try decodeFrames(testAsset("coffee.png"))[0].resized(width: width, height: height)
+            astronaut = try decodeFrames(testAsset("astronaut.png"))[0]
+            cameraman = try decodeFrames(testAsset("camera.png"))[0]
+            let detector = try FaceDetector(modelPath: faceModelPath)
+            func face(_ image: RawImage) throws -> Rect {
+                let found = try image.y.withUnsafeBufferPointer {
+                    try detector.detect(luma: $0.baseAddress!, width: image.width, height: image.height, stride: image.width,
+                                        inputWidth: 512, threshold: 0.5)
+                }
+                guard let f = found.first?.rect else { throw GStreamerError("no face in the source photo") }
+                return Rect(x: f.x, y: f.y, width: f.width, height: f.height)
+            }
+            astronautFace = try face(astronaut)
+            cameramanFace = try face(cameraman)
+        } catch {
+            XCTFail("test assets: \(error)")
+        }
+    }
+
+    /// Places `photo` so that its face has height `faceHeight` with its top-left at (fx, fy).
+    static func clip(_ name: String, photo: RawImage, face: Rect,
+                     _ placement: (Double) -> (fx: Double, fy: Double, faceHeight: Double, gain: Double)) -> Clip {
+        var clip = Clip(name: name)
+        for i in 0..<frameCount {
+            let p = placement(Double(i) / Double(frameCount - 1))
+            let s = p.faceHeight / face.height
+            var frame = background!
+            frame.draw(photo, x: p.fx - face.x * s, y: p.fy - face.y * s, scale: s, gain: p.gain)
+            clip.frames.append(frame)
+            clip.faces.append(Rect(x: p.fx, y: p.fy, width: face.width * s, height: p.faceHeight))
+        }
+        return clip
+    }
+
+    func judge(_ clip: Clip, settings: FaceBlurSettings? = nil) throws -> Verdict {
+        let dir = TemporaryDirectory()
+        let input = dir.file("\(clip.name).mp4"), output = dir.file("\(clip.name)-blurred.mp4")
+        try writeClip(clip.frames, to: input)
+        var logger = Logger(label: "test.faceblur")
+        if ProcessInfo.processInfo.environment["ALLSPARK_DEBUG_CLIPS"] != nil { logger.logLevel = .trace }
+        let report = try OfflineBlur.run(input: input.path, output: output.path,
+                                         settings: settings ?? FaceBlurSettings(modelPath: faceModelPath), logger: logger)
+        var verdict = Verdict(name: clip.name, framesIn: report.framesIn, framesOut: report.framesOut)
+        let before = try decodeFrames(input), after = try decodeFrames(output)
+        XCTAssertEqual(before.count, clip.frames.count)
+        XCTAssertEqual(after.count, before.count, "\(clip.name): same frame count in and out")
+        let detector = try FaceDetector(modelPath: faceModelPath)
+        for (i, (a, b)) in zip(before, after).enumerated() {
+            guard let face = clip.faces[i] else {
+                verdict.worstOutsideDifference = max(verdict.worstOutsideDifference, meanDifference(a, b, excluding: []))
+                continue
+            }
+            // Unchanged beyond encoder noise well away from the face.
+            let around = Rect(x: face.x - face.width * 1.5, y: face.y - face.height * 1.5,
+                              width: face.width * 4, height: face.height * 4)
+            let outside = meanDifference(a, b, excluding: [around])
+            if ProcessInfo.processInfo.environment["ALLSPARK_DEBUG_CLIPS"] != nil, outside > 3 {
+                print("\(clip.name) frame \(i): outside difference \(outside), face \(face)")  // test report
+            }
+            verdict.worstOutsideDifference = max(verdict.worstOutsideDifference, outside)
+            // Only judge faces mostly in the picture.
+            guard let visible = face.clipped(width: a.width, height: a.height),
+                  Double((visible.x1 - visible.x0) * (visible.y1 - visible.y0)) >= 0.3 * face.area,
+                  visible.y1 - visible.y0 >= 16 else { continue }
+            verdict.faceFrames += 1
+            let detailBefore = detail(of: a, in: face) ?? 0
+            let detailAfter = detail(of: b, in: face) ?? 0
+            let ratio = detailBefore > 0 ? detailAfter / detailBefore : 0
+            verdict.detailRatios.append(ratio)
+            let found = try b.y.withUnsafeBufferPointer {
+                try detector.detect(luma: $0.baseAddress!, width: b.width, height: b.height, stride: b.width,
+                                    inputWidth: 640, threshold: 0.5)
+            }
+            let gt = FaceRect(x: face.x, y: face.y, width: face.width, height: face.height)
+            let stillFound = found.contains { $0.rect.intersectionOverUnion(gt) > 0.3 }
+            if stillFound || ratio > 0.5 { verdict.recognisable += 1 }
+        }
+        return verdict
+    }
+
+    func assertAnonymised(_ verdict: Verdict, file: StaticString = #filePath, line: UInt = #line) {
+        XCTAssertGreaterThan(verdict.faceFrames, 0, file: file, line: line)
+        XCTAssertEqual(verdict.recognisable, 0, "\(verdict)", file: file, line: line)
+        XCTAssertLessThan(verdict.worstOutsideDifference, 3.0, "picture outside faces unchanged: \(verdict)", file: file, line: line)
+        XCTAssertEqual(verdict.framesIn, verdict.framesOut, file: file, line: line)
+        print("face-blur clip \(verdict)")  // test report
+    }
+
+    func testMovingFace() throws {
+        let clip = Self.clip("moving", photo: Self.astronaut, face: Self.astronautFace) { t in
+            (fx: -40 + 560 * t, fy: 40 + 120 * t, faceHeight: 90, gain: 1)
+        }
+        assertAnonymised(try judge(clip))
+    }
+
+    func testFaceFrom24PixelsToFrameFilling() throws {
+        let clip = Self.clip("scaling", photo: Self.astronaut, face: Self.astronautFace) { t in
+            let h = 24 * pow(330.0 / 24, t)
+            return (fx: 320 - h * 0.3, fy: 180 - h * 0.5, faceHeight: h, gain: 1)
+        }
+        assertAnonymised(try judge(clip))
+    }
+
+    func testFacePartlyOutsideTheFrame() throws {
+        let clip = Self.clip("edge", photo: Self.astronaut, face: Self.astronautFace) { t in
+            (fx: -50, fy: -60 + 300 * t, faceHeight: 120, gain: 1)
+        }
+        assertAnonymised(try judge(clip))
+    }
+
+    func testDarkAndBrightFaces() throws {
+        for (name, gain) in [("dark", 0.35), ("bright", 1.6)] {
+            let clip = Self.clip(name, photo: Self.astronaut, face: Self.astronautFace) { t in
+                (fx: 100 + 300 * t, fy: 80, faceHeight: 70 + 60 * t, gain: gain)
+            }
+            assertAnonymised(try judge(clip))
+        }
+    }
+
+    /// Held out of tuning: another face, another photo, moving and scaling.
+    func testHeldOutCameraman() throws {
+        let clip = Self.clip("held-out-cameraman", photo: Self.cameraman, face: Self.cameramanFace) { t in
+            (fx: 500 - 420 * t, fy: 60 + 40 * t, faceHeight: 40 + 100 * t, gain: 0.8 + 0.4 * t)
+        }
+        assertAnonymised(try judge(clip))
+    }
+
+    func testNegativesAreLeftAlone() throws {
+        let cat = try decodeFrames(testAsset("chelsea.png"))[0]
+        var clip = Clip(name: "negatives")
+        for i in 0..<Self.frameCount {
+            var frame = Self.background!
+            frame.draw(cat, x: Double(i * 3), y: 0, scale: 0.75)
+            clip.frames.append(frame)
+            clip.faces.append(nil)
+        }
+        let verdict = try judge(clip)
+        XCTAssertLessThan(verdict.worstOutsideDifference, 2.0, "no face, nothing changed: \(verdict)")
+        XCTAssertEqual(verdict.framesIn, verdict.framesOut)
+    }
+
+    func testFillModeBlanksTheFace() throws {
+        var settings = FaceBlurSettings(modelPath: faceModelPath)
+        settings.mode = .fill
+        let clip = Self.clip("fill", photo: Self.astronaut, face: Self.astronautFace) { t in
+            (fx: 200 + 100 * t, fy: 60, faceHeight: 100, gain: 1)
+        }
+        let verdict = try judge(clip, settings: settings)
+        assertAnonymised(verdict)
+        XCTAssertLessThan(verdict.detailRatios.max() ?? 1, 0.1, "a filled face has no detail left")
+    }
+}
