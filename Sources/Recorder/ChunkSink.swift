@@ -194,7 +194,15 @@ final class ChunkSink {
 
     private func finalize(fragment: OpenFragment, partialPath: String, endNs: UInt64, stats: FrameStatistics) -> FinishedChunk? {
         var endNs = endNs
-        if verifyBeforeFinalizing {
+        if stats.recorded == 0 {
+            // splitmuxsink opens a fragment on caps alone; with no frame it holds no video.
+            logger.info("discarding \(partialPath): the stream ended before any frame was recorded")
+            try? FileManager.default.removeItem(atPath: partialPath)
+            return nil
+        }
+        let longest = UInt64(lock.withLock { chunkDurationMs } + 60_000) * 1_000_000
+        let plausible = endNs > fragment.startNs && endNs - fragment.startNs < longest
+        if verifyBeforeFinalizing || !plausible {
             guard let playable = MediaProbe.duration(of: URL(fileURLWithPath: partialPath)) else {
                 logger.warning("\(partialPath) was cut short by the error and is not playable; the repair pass handles it")
                 return nil
