@@ -13,10 +13,10 @@ public struct FaceBlurSettings: Equatable, Sendable {
     public var threshold: Float = 0.3
     public var tracker = FaceTracker.Settings()
     /// Network input width of the whole-frame pass (a multiple of 32).
-    public var detectWidth = 640
+    public var detectWidth = 960
     /// After this many whole-frame passes, one tile is searched at full
     /// resolution for small faces (0: no tiles).
-    public var tileEvery = 2
+    public var tileEvery = 1
     /// Live: the longest a frame waits for a detection that saw it.
     public var maxLatencyNs: UInt64 = 400_000_000
     /// A frame whose nearest whole-frame detection is further away than this
@@ -25,7 +25,9 @@ public struct FaceBlurSettings: Equatable, Sendable {
     /// Offline: frames held at most before waiting for the detector.
     public var maxQueuedFrames = 4
     /// Pixel cells across the smaller side of a hidden region.
-    public var cellsAcross = 6
+    public var cellsAcross = 5
+    /// The smallest cell, in pixels: small faces get coarse blocks too.
+    public var minimumCell = 8
     /// OpenCV threads for the detector.
     public var threads = 2
 
@@ -219,7 +221,7 @@ public final class FaceBlurStage: FrameProcessor {
 
     private func hide(_ regions: [FaceRect], in frame: VideoFrame) {
         for region in regions {
-            let cell = max(4, Int(min(region.width, region.height)) / settings.cellsAcross)
+            let cell = max(settings.minimumCell, Int(min(region.width, region.height)) / settings.cellsAcross)
             let half = FaceRect(x: region.x / 2, y: region.y / 2, width: region.width / 2, height: region.height / 2)
             let (cw, ch) = ((frame.width + 1) / 2, (frame.height + 1) / 2)
             let y = frame.planes[0]
@@ -303,7 +305,9 @@ public final class FaceBlurStage: FrameProcessor {
                     let region = tile.map { Self.tileRegion($0, width: current.width, height: current.height) }
                     return try detector.detect(luma: luma.baseAddress!, width: current.width, height: current.height,
                                                stride: current.width, region: region,
-                                               inputWidth: settings.detectWidth, threshold: settings.threshold)
+                                               // Tiles run at full resolution: they are there for the small faces.
+                                               inputWidth: region.map { Int($0.width) } ?? settings.detectWidth,
+                                               threshold: settings.threshold)
                 }
             }
             let seconds = Double(Self.now() - started) / 1e9

@@ -80,7 +80,8 @@ public final class FaceDetector {
                        region: FaceRect? = nil, inputWidth: Int, threshold: Float) throws -> [FaceDetection] {
         let r = region ?? FaceRect(x: 0, y: 0, width: Double(width), height: Double(height))
         let rx = Int(r.x.rounded()), ry = Int(r.y.rounded()), rw = Int(r.width.rounded()), rh = Int(r.height.rounded())
-        let input = Self.inputSize(forRegionWidth: rw, height: rh, inputWidth: min(inputWidth, max(32, (rw / 32) * 32 + 32)))
+        // Never upscale beyond the region's own size (rounded up to the network's multiple of 32).
+        let input = Self.inputSize(forRegionWidth: rw, height: rh, inputWidth: min(inputWidth, ((rw + 31) / 32) * 32))
         var faces = [afd_face](repeating: afd_face(), count: 64)
         var err = [CChar](repeating: 0, count: 512)
         let n = afd_detect_gray(handle, luma, Int32(width), Int32(height), Int32(stride),

@@ -49,38 +49,24 @@ public enum OfflineBlur {
         let path = FramePath(sink: sink, source: source, processor: stage)
         path.start(realTime: false)
 
-        let loop = MainLoop()
-        var failure: String?
         let started = Date()
-        let watch = pipeline.watchBus { message in
-            switch message.kind {
-            case .endOfStream: loop.quit()
-            case .error(let text, let debug, _):
-                failure = "\(message.sourceName): \(text)\(BusMessage.detail(debug))"
-                loop.quit()
-            default: break
-            }
+        do {
+            try pipeline.playToEnd(whilePlaying: {
+                progress.map { report in
+                    MainLoop.every(0.5) {
+                        report(Progress(frames: path.statistics.recorded, position: pipeline.position ?? 0,
+                                        duration: pipeline.duration, elapsed: Date().timeIntervalSince(started)))
+                        return true
+                    }
+                }
+            })
+        } catch {
+            path.detach()
+            try? FileManager.default.removeItem(atPath: output)
+            throw GStreamerError("\(input): \(error)")
         }
-        let ticker = progress.map { report in
-            MainLoop.every(0.5) {
-                report(Progress(frames: path.statistics.recorded, position: pipeline.position ?? 0,
-                                duration: pipeline.duration, elapsed: Date().timeIntervalSince(started)))
-                return true
-            }
-        }
-        guard pipeline.setState(.playing) else {
-            throw GStreamerError("cannot play \(input): \(pipeline.takeError() ?? "unknown error")")
-        }
-        loop.run()
-        ticker?.cancel()
-        watch.remove()
-        pipeline.setState(.null)
         path.detach()
         let seconds = Date().timeIntervalSince(started)
-        if let failure {
-            try? FileManager.default.removeItem(atPath: output)
-            throw GStreamerError(failure)
-        }
         let stats = path.statistics
         return Report(framesIn: stats.captured, framesOut: stats.recorded, seconds: seconds, counters: stage.counters)
     }

@@ -208,3 +208,36 @@ public struct BusMessage {
         self.times = times
     }
 }
+
+extension Pipeline {
+    /// Plays a finite pipeline (a file to decode or encode) on the calling
+    /// thread's main loop until end-of-stream. Throws the first error, or
+    /// when `timeoutSeconds` pass first. `whilePlaying` runs once the loop
+    /// runs (e.g. to start a progress timer); what it returns is cancelled at the end.
+    public func playToEnd(timeoutSeconds: Double = .infinity,
+                          whilePlaying: (() -> MainLoop.Source?)? = nil) throws {
+        let loop = MainLoop()
+        var failure: String?
+        let watch = watchBus { message in
+            switch message.kind {
+            case .endOfStream: loop.quit()
+            case .error(let text, let debug, _):
+                failure = "\(message.sourceName): \(text)\(BusMessage.detail(debug))"
+                loop.quit()
+            default: break
+            }
+        }
+        defer {
+            setState(.null)
+            watch.remove()
+        }
+        guard setState(.playing) else {
+            throw GStreamerError("the pipeline cannot play: \(takeError() ?? "unknown error")")
+        }
+        let extra = whilePlaying?()
+        let finished = timeoutSeconds.isFinite ? loop.run(forAtMost: timeoutSeconds) : { loop.run(); return true }()
+        extra?.cancel()
+        if let failure { throw GStreamerError(failure) }
+        if !finished { throw GStreamerError("the pipeline did not finish within \(Int(timeoutSeconds)) s") }
+    }
+}

@@ -42,7 +42,7 @@ public final class Recorder {
     public var onChunkFinished: ((FinishedChunk) -> Void)?
 
     private let logger: Logger
-    private let makeProcessor: () throws -> FrameProcessor
+    private let makeProcessor: (RecorderConfig) throws -> FrameProcessor
     private var session: RecordingSession?
     private var tuning: RecordingTuning
     private var retryTimer: MainLoop.Source?
@@ -52,9 +52,10 @@ public final class Recorder {
     private var finishedSessionStatistics = FrameStatistics()
 
     /// - Parameter makeProcessor: builds the privacy stage for each pipeline
-    ///   run; throwing refuses to record (fail closed).
+    ///   run from the current config (a reload may change it); throwing
+    ///   refuses to record (fail closed).
     public init(config: RecorderConfig, logger: Logger = Logger(label: "allspark.recorder"),
-                makeProcessor: @escaping () throws -> FrameProcessor) throws {
+                makeProcessor: @escaping (RecorderConfig) throws -> FrameProcessor) throws {
         self.config = config
         self.logger = logger
         self.makeProcessor = makeProcessor
@@ -85,7 +86,7 @@ public final class Recorder {
     public func start() throws {
         // Validate before touching anything: a broken file is the user's to fix now.
         _ = try PipelineLoader.load(file: config.recording.pipeline, variables: config.pipelineVariables)
-        try makeProcessor().close()   // fail closed now, not at the first frame
+        try makeProcessor(config).close()   // fail closed now, not at the first frame
         let report = catalog.reconcile(probe: { MediaProbe.duration(of: $0) })
         let summary = "storage \(catalog.directory.path): \(catalog.all.count) chunks, \(catalog.totalBytes / 1_048_576) MiB"
             + (report.repaired.isEmpty ? "" : ", repaired \(report.repaired.count)")
@@ -99,7 +100,7 @@ public final class Recorder {
         retryTimer = nil
         do {
             let loaded = try PipelineLoader.load(file: config.recording.pipeline, variables: config.pipelineVariables)
-            let processor = try makeProcessor()
+            let processor = try makeProcessor(config)
             let session = RecordingSession(loaded: loaded, storage: catalog.directory, tuning: tuning,
                                            processor: processor, logger: logger)
             session.onChunkFinished = { [weak self] chunk in self?.chunkFinished(chunk) }
@@ -246,19 +247,23 @@ public final class Recorder {
             logger.warning("recording.storage_dir changed; it takes effect when the service restarts")
         }
         let pipelineChanged = fingerprint(of: new) != pipelineFingerprint
-        let storage = config.recording.storageDirectory
+        let previous = config
         var adopted = new
-        adopted.recording.storageDirectory = storage
+        adopted.recording.storageDirectory = previous.recording.storageDirectory
         config = adopted
         if pipelineChanged {
             do {
                 _ = try PipelineLoader.load(file: new.recording.pipeline, variables: new.pipelineVariables)
+                try makeProcessor(new).close()
             } catch {
-                logger.error("reload: the new pipeline is not usable, keeping the running one: \(error)")
+                logger.error("reload: the new pipeline or privacy settings are not usable, keeping the running ones: \(error)")
+                config.recording.pipeline = previous.recording.pipeline
+                config.pipelineVariables = previous.pipelineVariables
+                config.privacy = previous.privacy
                 retune(new.tuning)
                 return
             }
-            logger.notice("reload: the pipeline changed; finishing the current chunk and restarting it")
+            logger.notice("reload: the pipeline or privacy settings changed; finishing the current chunk and restarting it")
             tuning = new.tuning
             stopSession { [weak self] in self?.startSession() }
         } else {
@@ -267,11 +272,12 @@ public final class Recorder {
         }
     }
 
-    /// Identity of what a pipeline run is built from: the file's text and the variables.
+    /// Identity of what a pipeline run is built from: the file's text, the
+    /// variables and the privacy stage's settings.
     private func fingerprint(of config: RecorderConfig) -> String {
         let text = (try? String(contentsOfFile: config.recording.pipeline, encoding: .utf8)) ?? ""
         let vars = config.pipelineVariables.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
-        return config.recording.pipeline + "\n" + text + "\n" + vars.joined(separator: "\n")
+        return [config.recording.pipeline, text, vars.joined(separator: "\n"), "\(config.privacy)"].joined(separator: "\n")
     }
 }
 

@@ -201,11 +201,11 @@ public enum ConfigLoader {
         let threshold = try reader.number("privacy.threshold", default: 0.3, range: 0.05...0.95)
         let margin = try reader.number("privacy.margin", default: 0.3, range: 0...2)
         let holdMs = try reader.integer("privacy.hold_ms", default: 1000, range: 0...10_000)
-        let detectWidth = try reader.integer("privacy.detect_width", default: 640, range: 128...1920)
+        let detectWidth = try reader.integer("privacy.detect_width", default: 960, range: 128...1920)
         guard detectWidth % 32 == 0 else {
             throw ConfigError("\(reader.origin("privacy.detect_width")): privacy.detect_width = \(detectWidth) must be a multiple of 32 (e.g. 640)")
         }
-        let tileEvery = try reader.integer("privacy.tile_every", default: 2, range: 0...10)
+        let tileEvery = try reader.integer("privacy.tile_every", default: 1, range: 0...10)
         let maxLatencyMs = try reader.integer("privacy.max_latency_ms", default: 400, range: 50...5000)
         if deviceName.trimmingCharacters(in: .whitespaces).isEmpty {
             throw ConfigError("\(reader.origin("device.name")): device.name must not be empty (leave it out to use the host name)")

@@ -36,7 +36,7 @@ struct Run: ParsableCommand {
         }
         let recorder: Recorder
         do {
-            recorder = try Recorder(config: configuration, makeProcessor: { try PrivacyStage.make(for: configuration) })
+            recorder = try Recorder(config: configuration, makeProcessor: { try PrivacyStage.make(for: $0) })
         } catch {
             fail("\(error)")
         }

@@ -7,15 +7,23 @@ import RecorderTestSupport
 /// The stage in the live recorder: every captured frame goes through it
 /// and into a chunk, in real time.
 final class LiveFaceBlurTests: XCTestCase {
+    /// Keeps every stage the recorder builds (the first only validates) so the test can read its counters.
+    final class Stages { var all: [FaceBlurStage] = []; var last: FaceBlurStage? { all.last } }
+
+    func recorderWithStages(_ config: RecorderConfig) throws -> (Recorder, Stages) {
+        let stages = Stages()
+        let recorder = try Recorder(config: config, makeProcessor: { config in
+            let stage = try FaceBlurStage(settings: FaceBlurSettings(config.privacy), realTime: true)
+            stages.all.append(stage)
+            return stage
+        })
+        return (recorder, stages)
+    }
+
     func testLiveRecordingThroughTheStageKeepsEveryFrame() throws {
         let storage = TemporaryDirectory()
         let config = try testConfig(storage: storage.path, extra: ["privacy.face_blur=true", "privacy.model=\(faceModelPath)"])
-        var stages: [FaceBlurStage] = []
-        let recorder = try Recorder(config: config, makeProcessor: {
-            let stage = try FaceBlurStage(settings: FaceBlurSettings(config.privacy), realTime: true)
-            stages.append(stage)
-            return stage
-        })
+        let (recorder, stages) = try recorderWithStages(config)
         try recorder.start()
         runMainLoop(seconds: 6.5)
         XCTAssertTrue(stopAndWait(recorder))
@@ -41,12 +49,7 @@ final class LiveFaceBlurTests: XCTestCase {
         let storage = TemporaryDirectory()
         let config = try testConfig(storage: storage.path, extra: ["privacy.face_blur=true", "privacy.model=\(faceModelPath)",
                                                                    "recording.pipeline=\(pipeline.path)"])
-        var stages: [FaceBlurStage] = []
-        let recorder = try Recorder(config: config, makeProcessor: {
-            let stage = try FaceBlurStage(settings: FaceBlurSettings(config.privacy), realTime: true)
-            stages.append(stage)
-            return stage
-        })
+        let (recorder, stages) = try recorderWithStages(config)
         try recorder.start()
         runMainLoop(seconds: 3)
         XCTAssertTrue(stopAndWait(recorder))

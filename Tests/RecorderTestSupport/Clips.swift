@@ -87,22 +87,12 @@ public func decodeFrames(_ url: URL, decoder: String = "decodebin") throws -> [R
         if let image = try? sample.readingVideoFrame({ RawImage($0) }) { lock.withLock { frames.append(image) } }
         return true
     }, onEndOfStream: {})
-    let loop = MainLoop()
-    var failure: String?
-    let watch = pipeline.watchBus { message in
-        switch message.kind {
-        case .endOfStream: loop.quit()
-        case .error(let text, _, _): failure = text; loop.quit()
-        default: break
-        }
+    defer { sink.clearHandlers() }
+    do {
+        try pipeline.playToEnd(timeoutSeconds: 120)
+    } catch {
+        throw GStreamerError("decoding \(url.lastPathComponent): \(error)")
     }
-    pipeline.setState(.playing)
-    let finished = loop.run(forAtMost: 120)
-    pipeline.setState(.null)
-    watch.remove()
-    sink.clearHandlers()
-    if let failure { throw GStreamerError("decoding \(url.lastPathComponent): \(failure)") }
-    if !finished { throw GStreamerError("decoding \(url.lastPathComponent) timed out") }
     return lock.withLock { frames }
 }
 
@@ -116,16 +106,6 @@ public func writeClip(_ frames: [RawImage], to url: URL, fps: Int = 30) throws {
     guard let element = pipeline.element(named: "src"), let source = AppSource(element) else { throw GStreamerError("no appsrc") }
     source.element.set("block", true)
     source.element.set("max-bytes", 16_000_000)
-    let loop = MainLoop()
-    var failure: String?
-    let watch = pipeline.watchBus { message in
-        switch message.kind {
-        case .endOfStream: loop.quit()
-        case .error(let text, _, _): failure = text; loop.quit()
-        default: break
-        }
-    }
-    pipeline.setState(.playing)
     let feeder = Thread {
         let period = ClockTime(1_000_000_000 / fps)
         for (i, frame) in frames.enumerated() {
@@ -133,12 +113,11 @@ public func writeClip(_ frames: [RawImage], to url: URL, fps: Int = 30) throws {
         }
         source.endOfStream()
     }
-    feeder.start()
-    let finished = loop.run(forAtMost: 120)
-    pipeline.setState(.null)
-    watch.remove()
-    if let failure { throw GStreamerError("encoding \(url.lastPathComponent): \(failure)") }
-    if !finished { throw GStreamerError("encoding \(url.lastPathComponent) timed out") }
+    do {
+        try pipeline.playToEnd(timeoutSeconds: 120, whilePlaying: { feeder.start(); return nil })
+    } catch {
+        throw GStreamerError("encoding \(url.lastPathComponent): \(error)")
+    }
 }
 
 /// Mean of |horizontal| + |vertical| luma differences inside `rect`: the

@@ -85,22 +85,12 @@ public func countFrames(in file: URL) throws -> Int {
     let lock = NSLock()
     var frames = 0
     sink.setHandlers(onSample: { _ in lock.withLock { frames += 1 }; return true }, onEndOfStream: {})
-    let loop = MainLoop()
-    var failure: String?
-    let watch = pipeline.watchBus { message in
-        switch message.kind {
-        case .endOfStream: loop.quit()
-        case .error(let text, _, _): failure = text; loop.quit()
-        default: break
-        }
+    defer { sink.clearHandlers() }
+    do {
+        try pipeline.playToEnd(timeoutSeconds: 30)
+    } catch {
+        throw GStreamerError("counting frames in \(file.lastPathComponent): \(error)")
     }
-    pipeline.setState(.playing)
-    let finished = loop.run(forAtMost: 30)
-    pipeline.setState(.null)
-    watch.remove()
-    sink.clearHandlers()
-    if let failure { throw GStreamerError("counting frames in \(file.lastPathComponent): \(failure)") }
-    if !finished { throw GStreamerError("counting frames in \(file.lastPathComponent) timed out") }
     return lock.withLock { frames }
 }
 

@@ -19,7 +19,7 @@ final class FullDiskTests: XCTestCase {
         // The limit is far above the disk: only the disk's free space bounds the buffer.
         let config = try testConfig(storage: mountPoint.path, extra: [
             "recording.pipeline=\(noise.path)", "pipeline.vars.bitrate_kbps=4000", "recording.buffer_max_mb=100"])
-        let recorder = try Recorder(config: config, makeProcessor: { PassThroughProcessor() })
+        let recorder = try Recorder(config: config, makeProcessor: { _ in PassThroughProcessor() })
         var finished: [String] = []
         recorder.onChunkFinished = { finished.append($0.record.file) }
         try recorder.start()

@@ -12,7 +12,7 @@ final class RecordingTests: XCTestCase {
 
     func makeRecorder(_ storage: TemporaryDirectory, extra: [String] = []) throws -> Recorder {
         let config = try testConfig(storage: storage.path, extra: extra)
-        return try Recorder(config: config, makeProcessor: { PassThroughProcessor() })
+        return try Recorder(config: config, makeProcessor: { _ in PassThroughProcessor() })
     }
 
     /// Checks what every recording must satisfy and returns the chunks.
