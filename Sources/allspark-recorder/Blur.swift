@@ -42,11 +42,10 @@ struct Blur: ParsableCommand {
         } catch { fail("\(error)") }
         if showProgress { FileHandle.standardError.write(Data("\n".utf8)) }
         let c = report.counters
-        print("""
-            \(output): \(report.framesOut) of \(report.framesIn) frames in \(String(format: "%.1f", report.seconds)) s \
-            (\(String(format: "%.1f", report.framesPerSecond)) fps); faces hidden in \(c.framesWithFaces) frames; \
-            \(c.wholeFramePasses) whole-frame and \(c.tilePasses) tile detections
-            """)  // user-facing
+        let summary = "\(output): \(report.framesOut) of \(report.framesIn) frames in \(String(format: "%.1f", report.seconds)) s "
+            + "(\(String(format: "%.1f", report.framesPerSecond)) fps); faces hidden in \(c.framesWithFaces) frames; "
+            + "\(c.wholeFramePasses) whole-frame and \(c.tilePasses) tile detections"
+        print(summary)  // user-facing
         if report.framesOut != report.framesIn { throw ExitCode(1) }
     }
 
