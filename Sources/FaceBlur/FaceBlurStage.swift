@@ -315,7 +315,13 @@ public final class FaceBlurStage: FrameProcessor {
             condition.lock()
             countersStorage.detectionSeconds += seconds
             switch result {
-            case .success(let faces):
+            case .success(var faces):
+                if let tile {
+                    // A face cut by an inner tile edge is whole in a neighbouring tile
+                    // or in the whole-frame pass; its partial box would mislead the tracker.
+                    let region = Self.tileRegion(tile, width: current.width, height: current.height)
+                    faces.removeAll { Self.touchesInnerEdge($0.rect, of: region, width: current.width, height: current.height) }
+                }
                 if logger.logLevel <= .debug {
                     logger.debug("detection at \(current.time / 1_000_000) ms \(tile.map { "tile \($0)" } ?? "whole frame"): \(faces.map { "\($0.rect) \(String(format: "%.2f", $0.score))" })")
                 }
@@ -336,6 +342,14 @@ public final class FaceBlurStage: FrameProcessor {
             condition.broadcast()
             condition.unlock()
         }
+    }
+
+    static func touchesInnerEdge(_ box: FaceRect, of tile: FaceRect, width: Int, height: Int) -> Bool {
+        let slack = 2.0
+        return (tile.x > 0 && box.x <= tile.x + slack)
+            || (tile.maxX < Double(width) && box.maxX >= tile.maxX - slack)
+            || (tile.y > 0 && box.y <= tile.y + slack)
+            || (tile.maxY < Double(height) && box.maxY >= tile.maxY - slack)
     }
 
     /// Quadrant `index` of a 2×2 grid, overlapping its neighbours by 10 % of

@@ -51,6 +51,13 @@ final class FaceTrackerTests: XCTestCase {
         XCTAssertEqual(tracker.trackCount, 0)
     }
 
+    func testTileDetectionsOnInnerEdgesAreDropped() {
+        let tile = FaceBlurStage.tileRegion(0, width: 1000, height: 1000)   // top-left, inner edges at 600
+        XCTAssertTrue(FaceBlurStage.touchesInnerEdge(FaceRect(x: 560, y: 100, width: 40, height: 50), of: tile, width: 1000, height: 1000))
+        XCTAssertFalse(FaceBlurStage.touchesInnerEdge(FaceRect(x: 0, y: 0, width: 40, height: 50), of: tile, width: 1000, height: 1000),
+                       "the frame's own edges are real edges")
+    }
+
     func testTileRegionsCoverTheFrameWithOverlap() {
         let tiles = (0..<4).map { FaceBlurStage.tileRegion($0, width: 1280, height: 720) }
         XCTAssertEqual(tiles[0].x, 0); XCTAssertEqual(tiles[0].y, 0)
