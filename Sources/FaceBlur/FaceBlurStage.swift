@@ -186,6 +186,10 @@ public final class FaceBlurStage: FrameProcessor {
             queue.removeFirst()
             if failure != nil || !hasNearbyDetection(first.time) {
                 countersStorage.blackedOut += 1
+                let n = countersStorage.blackedOut
+                if failure == nil, n == 1 || n % 100 == 0 {
+                    logger.critical("face detection fell behind (no detection within \(settings.maxDetectionAgeNs / 1_000_000) ms of a frame): blacked out \(n) frames so far")
+                }
                 ready.append((first.sample, nil))
             } else {
                 let regions = tracker.regions(at: first.time)
