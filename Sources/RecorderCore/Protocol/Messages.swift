@@ -1,0 +1,174 @@
+import Foundation
+
+// The AllSpark wire protocol as deployed servers speak it (shared/DESIGN.md).
+// Pure value types: parsing is tolerant of what servers add, strict about
+// what the recorder acts on, and never throws past `ServerMessage.parse`.
+
+/// A message from the server, classified.
+public enum ServerMessage: Equatable, Sendable {
+    /// `{"type":"clientConfig","config":{…}}`; unknown keys are ignored.
+    case clientConfig(ClientConfigUpdate)
+    /// `{"command":"uploadTimeRange","startTime":s,"endTime":s}`, validated: finite, start < end.
+    case uploadTimeRange(start: Double, end: Double, message: String?)
+    /// `{"command":"record",…}` with optional `duration` (s) and `autoUpload`.
+    case record(message: String?, duration: Double?, autoUpload: Bool)
+    /// Any other command: logged, nothing done.
+    case otherCommand(name: String)
+    /// `{"status":"success"|"error","message":…}`: the reply to the oldest message that earns one.
+    case status(success: Bool, message: String?)
+
+    /// Why a text frame was not acted on (logged, then ignored).
+    public struct Rejection: Error, Equatable, CustomStringConvertible {
+        public var description: String
+    }
+
+    /// Largest text message worth parsing; servers send a few hundred bytes.
+    public static let maximumTextBytes = 64 * 1024
+
+    public static func parse(_ text: String) -> Result<ServerMessage, Rejection> {
+        guard text.utf8.count <= maximumTextBytes else {
+            return .failure(Rejection(description: "message of \(text.utf8.count) bytes is larger than \(maximumTextBytes); ignored"))
+        }
+        guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)),
+              let json = object as? [String: Any] else {
+            return .failure(Rejection(description: "not a JSON object: \(text.prefix(120))"))
+        }
+        if let type = json["type"] as? String {
+            guard type == "clientConfig" else { return .failure(Rejection(description: "unknown message type \"\(type)\"")) }
+            guard let config = json["config"] as? [String: Any] else {
+                return .failure(Rejection(description: "clientConfig without a \"config\" object"))
+            }
+            return .success(.clientConfig(ClientConfigUpdate(config)))
+        }
+        if let command = json["command"] as? String {
+            let message = json["message"] as? String
+            switch command {
+            case "uploadTimeRange":
+                guard let start = number(json["startTime"]), let end = number(json["endTime"]) else {
+                    return .failure(Rejection(description: "uploadTimeRange needs numeric startTime and endTime"))
+                }
+                guard start.isFinite, end.isFinite, start < end else {
+                    return .failure(Rejection(description: "uploadTimeRange [\(start), \(end)) is not a valid range"))
+                }
+                return .success(.uploadTimeRange(start: start, end: end, message: message))
+            case "record":
+                let duration = number(json["duration"]).flatMap { $0.isFinite && $0 > 0 ? $0 : nil }
+                return .success(.record(message: message, duration: duration, autoUpload: json["autoUpload"] as? Bool ?? false))
+            default:
+                return .success(.otherCommand(name: command))
+            }
+        }
+        if let status = json["status"] as? String {
+            return .success(.status(success: status == "success", message: json["message"] as? String))
+        }
+        return .failure(Rejection(description: "neither type, command nor status: \(text.prefix(120))"))
+    }
+
+    /// JSON numbers only (a Bool is an NSNumber too on some platforms: refuse it).
+    private static func number(_ value: Any?) -> Double? {
+        guard let n = value as? NSNumber, !(value is Bool) else { return nil }
+        return n.doubleValue
+    }
+}
+
+/// The fields of a `clientConfig` the recorder understands, each validated on its own.
+public struct ClientConfigUpdate: Equatable, Sendable {
+    public var videoFormat: VideoFormat?
+    public var chunkDurationMs: Int?
+    public var bufferMaxMB: Int?
+    /// Field → why it was not accepted.
+    public var rejected: [String: String] = [:]
+    /// Keys present but not understood (newer servers add some).
+    public var ignoredKeys: [String] = []
+
+    public init(videoFormat: VideoFormat? = nil, chunkDurationMs: Int? = nil, bufferMaxMB: Int? = nil) {
+        self.videoFormat = videoFormat
+        self.chunkDurationMs = chunkDurationMs
+        self.bufferMaxMB = bufferMaxMB
+    }
+
+    init(_ config: [String: Any]) {
+        for (key, value) in config {
+            switch key {
+            case "videoFormat":
+                if let s = value as? String, let f = VideoFormat(rawValue: s.lowercased()) { videoFormat = f } else {
+                    rejected[key] = "\(value) is not \"mp4\" or \"mov\""
+                }
+            case "videoChunkDurationMs":
+                if let n = value as? NSNumber, !(value is Bool), n.doubleValue.isFinite,
+                   ConfigLimits.chunkDurationMs.contains(Int(n.doubleValue)) {
+                    chunkDurationMs = Int(n.doubleValue)
+                } else {
+                    rejected[key] = "\(value) is outside \(ConfigLimits.chunkDurationMs.lowerBound)…\(ConfigLimits.chunkDurationMs.upperBound) ms"
+                }
+            case "videoBufferMaxMB":
+                if let n = value as? NSNumber, !(value is Bool), n.doubleValue.isFinite,
+                   ConfigLimits.bufferMaxMB.contains(Int(n.doubleValue)) {
+                    bufferMaxMB = Int(n.doubleValue)
+                } else {
+                    rejected[key] = "\(value) is not a size above 0 MB"
+                }
+            default:
+                ignoredKeys.append(key)
+            }
+        }
+        ignoredKeys.sort()
+    }
+
+    /// The tuning after applying the accepted fields.
+    public func applied(to tuning: RecordingTuning) -> RecordingTuning {
+        RecordingTuning(videoFormat: videoFormat ?? tuning.videoFormat,
+                        chunkDurationMs: chunkDurationMs ?? tuning.chunkDurationMs,
+                        bufferMaxMB: bufferMaxMB ?? tuning.bufferMaxMB)
+    }
+}
+
+/// Messages the recorder sends.
+public enum ClientMessage {
+    public struct ClientInfo: Encodable, Equatable {
+        public var type = "clientInfo"
+        public var clientName: String
+        public init(clientName: String) { self.clientName = clientName }
+    }
+
+    /// Phase 1 of an upload; the file follows as one binary message.
+    public struct UploadMetadata: Encodable, Equatable {
+        public var type = "upload"
+        public var filename: String
+        public var filesize: Int64
+        public var mimetype: String
+        public init(chunk: ChunkRecord) {
+            filename = chunk.file
+            filesize = chunk.size
+            mimetype = chunk.format.mimeType
+        }
+    }
+
+    public struct ChunkSaved: Encodable, Equatable {
+        public struct Dimensions: Encodable, Equatable { public var width: Int; public var height: Int }
+        public var type = "chunkSaved"
+        public var startTime: Double
+        public var endTime: Double
+        public var camera: String
+        public var size: Int64
+        public var format: String
+        public var fps: Double
+        public var dimensions: Dimensions
+        public init(chunk: ChunkRecord, camera: String, fps: Double, width: Int, height: Int) {
+            startTime = chunk.start
+            endTime = chunk.end
+            self.camera = camera
+            size = chunk.size
+            format = chunk.format.rawValue
+            self.fps = fps
+            dimensions = Dimensions(width: width, height: height)
+        }
+    }
+
+    /// Compact JSON text for a message.
+    public static func text<M: Encodable>(_ message: M) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return String(decoding: (try? encoder.encode(message)) ?? Data("{}".utf8), as: UTF8.self)
+    }
+}

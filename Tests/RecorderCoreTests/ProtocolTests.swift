@@ -1,0 +1,111 @@
+import XCTest
+@testable import RecorderCore
+
+final class ServerAddressTests: XCTestCase {
+    func testForms() throws {
+        let plain = try ServerAddress(parsing: "allspark.local:8080")
+        XCTAssertEqual(plain, ServerAddress(host: "allspark.local", port: 8080))
+        XCTAssertEqual(plain.candidates, [.wss, .ws], "no scheme: wss first, then ws")
+        XCTAssertEqual(plain.url(.wss), "wss://allspark.local:8080/")
+
+        let https = try ServerAddress(parsing: "https://10.0.0.2:8443/ws")
+        XCTAssertEqual(https.candidates, [.wss])
+        XCTAssertEqual(https.url(.wss), "wss://10.0.0.2:8443/ws")
+        XCTAssertEqual(https.httpURL(.wss, path: "/api/health"), "https://10.0.0.2:8443/api/health")
+
+        XCTAssertEqual(try ServerAddress(parsing: "ws://h:1").candidates, [.ws])
+        XCTAssertEqual(try ServerAddress(parsing: "http://h").port, 80)
+        XCTAssertEqual(try ServerAddress(parsing: "WSS://h").port, 443)
+
+        let v6 = try ServerAddress(parsing: "[fe80::1%eth0]:8080")
+        XCTAssertEqual(v6.host, "fe80::1%eth0")
+        XCTAssertEqual(v6.url(.ws), "ws://[fe80::1%eth0]:8080/")
+        XCTAssertEqual(try ServerAddress(parsing: "wss://[::1]:9000/x").url(.wss), "wss://[::1]:9000/x")
+    }
+
+    func testErrorsSayWhatWasExpected() {
+        let cases: [(String, String)] = [
+            ("", "empty"),
+            ("host", "give the port"),
+            ("host:0", "not a port"),
+            ("host:http", "not a port"),
+            ("ftp://host:21", "unknown scheme"),
+            ("::1:8080", "in brackets"),
+            ("[::1:8080", "closing ']'"),
+            (":8080", "no host"),
+        ]
+        for (text, fragment) in cases {
+            XCTAssertThrowsError(try ServerAddress(parsing: text), text) { error in
+                XCTAssertTrue("\(error)".contains(fragment), "\(text): \(error)")
+            }
+        }
+    }
+}
+
+final class MessageTests: XCTestCase {
+    func parse(_ text: String) -> ServerMessage? { try? ServerMessage.parse(text).get() }
+
+    func testClientConfigAcceptsValidFieldsIgnoresUnknownAndRejectsBadOnes() throws {
+        guard case .clientConfig(let update)? = parse("""
+            {"type":"clientConfig","config":{"videoFormat":"mov","videoChunkDurationMs":10000,"videoBufferMaxMB":-3,"communicationsPolicy":"x"}}
+            """) else { return XCTFail("not a clientConfig") }
+        XCTAssertEqual(update.videoFormat, .mov)
+        XCTAssertEqual(update.chunkDurationMs, 10000)
+        XCTAssertNil(update.bufferMaxMB)
+        XCTAssertNotNil(update.rejected["videoBufferMaxMB"])
+        XCTAssertEqual(update.ignoredKeys, ["communicationsPolicy"])
+        let tuned = update.applied(to: RecordingTuning(videoFormat: .mp4, chunkDurationMs: 30000, bufferMaxMB: 100))
+        XCTAssertEqual(tuned, RecordingTuning(videoFormat: .mov, chunkDurationMs: 10000, bufferMaxMB: 100))
+
+        guard case .clientConfig(let bad)? = parse(#"{"type":"clientConfig","config":{"videoFormat":"avi","videoChunkDurationMs":true,"videoBufferMaxMB":"big"}}"#)
+        else { return XCTFail() }
+        XCTAssertEqual(Set(bad.rejected.keys), ["videoFormat", "videoChunkDurationMs", "videoBufferMaxMB"])
+        XCTAssertEqual(bad.applied(to: RecordingTuning(videoFormat: .mp4, chunkDurationMs: 5000, bufferMaxMB: 7)),
+                       RecordingTuning(videoFormat: .mp4, chunkDurationMs: 5000, bufferMaxMB: 7), "nothing bad is applied")
+    }
+
+    func testCommands() {
+        XCTAssertEqual(parse(#"{"command":"uploadTimeRange","startTime":1700000000.5,"endTime":1700000300,"message":"last 5 min"}"#),
+                       .uploadTimeRange(start: 1_700_000_000.5, end: 1_700_000_300, message: "last 5 min"))
+        XCTAssertEqual(parse(#"{"command":"record","message":"go","duration":30,"autoUpload":true}"#),
+                       .record(message: "go", duration: 30, autoUpload: true))
+        XCTAssertEqual(parse(#"{"command":"record"}"#), .record(message: nil, duration: nil, autoUpload: false))
+        XCTAssertEqual(parse(#"{"command":"reboot"}"#), .otherCommand(name: "reboot"))
+        XCTAssertEqual(parse(#"{"status":"success","message":"Video uploaded successfully"}"#),
+                       .status(success: true, message: "Video uploaded successfully"))
+        XCTAssertEqual(parse(#"{"status":"error","message":"Unknown message type"}"#),
+                       .status(success: false, message: "Unknown message type"))
+    }
+
+    func testHostileAndMalformedMessagesAreRejectedWithAReason() {
+        let bad = [
+            "not json", "[1,2]", "{}", #"{"type":"hello"}"#, #"{"type":"clientConfig"}"#,
+            #"{"command":"uploadTimeRange","startTime":"a","endTime":2}"#,
+            #"{"command":"uploadTimeRange","startTime":5,"endTime":5}"#,
+            #"{"command":"uploadTimeRange","startTime":9,"endTime":2}"#,
+            #"{"command":"uploadTimeRange","startTime":true,"endTime":2}"#,
+            #"{"command":"uploadTimeRange","startTime":1e400,"endTime":2}"#,
+            String(repeating: " ", count: ServerMessage.maximumTextBytes + 1),
+        ]
+        for text in bad {
+            switch ServerMessage.parse(text) {
+            case .success(let m): XCTFail("\(text.prefix(60)) parsed as \(m)")
+            case .failure(let rejection): XCTAssertFalse(rejection.description.isEmpty)
+            }
+        }
+    }
+
+    func testOutgoingMessagesAreWhatServersKeyOn() throws {
+        XCTAssertEqual(ClientMessage.text(ClientMessage.ClientInfo(clientName: "Door (x86)")),
+                       #"{"clientName":"Door (x86)","type":"clientInfo"}"#)
+        let chunk = ChunkRecord(file: "chunk_1700000000000.mov", start: 1_700_000_000, end: 1_700_000_030, size: 1234, format: .mov)
+        XCTAssertEqual(ClientMessage.text(ClientMessage.UploadMetadata(chunk: chunk)),
+                       #"{"filename":"chunk_1700000000000.mov","filesize":1234,"mimetype":"video/quicktime","type":"upload"}"#)
+        let saved = ClientMessage.text(ClientMessage.ChunkSaved(chunk: chunk, camera: "test", fps: 30, width: 1280, height: 720))
+        let json = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(saved.utf8)) as? [String: Any])
+        XCTAssertEqual(json["type"] as? String, "chunkSaved")
+        XCTAssertEqual(json["startTime"] as? Double, 1_700_000_000)
+        XCTAssertEqual((json["dimensions"] as? [String: Int])?["width"], 1280)
+        XCTAssertEqual(json["format"] as? String, "mov")
+    }
+}
