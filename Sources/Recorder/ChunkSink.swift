@@ -99,10 +99,6 @@ final class ChunkSink {
         return feed.link(to: pad)
     }
 
-    var format: VideoFormat { lock.withLock { activeFormat } }
-
-    /// Whether a chunk is still being written (its partial file exists).
-    var isWriting: Bool { lock.withLock { !open.isEmpty } }
 
     private func configure(_ element: Element, format: VideoFormat, durationMs: Int) {
         // async-finalize: each chunk gets a fresh muxer and file sink, so a
@@ -151,14 +147,11 @@ final class ChunkSink {
         return path
     }
 
-
     /// Handles splitmuxsink's element messages; returns a finished chunk if one closed.
     func handle(_ message: BusMessage) -> FinishedChunk? {
         guard case .element(let name) = message.kind, name == "splitmuxsink-fragment-closed",
               let location = message.strings["location"], let runningTime = message.times["running-time"] else { return nil }
-        // A fragment closed by a split ends where the next one (already
-        // named) starts. The last fragment of a sink that was sent EOS reports
-        // its last frame's time instead: that frame's duration is added.
+        // How the sink ended (if it did) decides whether this is its last chunk; see `Ending`.
         let (fragment, ending) = lock.withLock { () -> (OpenFragment?, Ending?) in
             guard let fragment = open.removeValue(forKey: location) else { return (nil, nil) }
             return (fragment, endings[fragment.sink])

@@ -41,8 +41,6 @@ final class RecordingSession {
                               logger: logger, frameStatistics: { framePath.statistics })
     }
 
-    var pipelineFile: String { loaded.template.file }
-    var isWritingChunk: Bool { chunkSink.isWriting }
 
     func start() throws {
         try chunkSink.install()
@@ -129,5 +127,4 @@ final class RecordingSession {
 
     func setChunkDuration(ms: Int) { chunkSink.setChunkDuration(ms: ms) }
     func switchFormat(to format: VideoFormat) throws { try chunkSink.switchFormat(to: format) }
-    var format: VideoFormat { chunkSink.format }
 }
