@@ -8,6 +8,8 @@ import PackageDescription
 //   RecorderCore                pure Swift: config, TOML, pipeline templates, chunk catalog, retention
 //   Recorder                    the media engine: pipeline, frame path, chunk lifecycle, service
 //   FaceBlur                    the privacy stage: detection thread, tracking, anonymisation
+//   SoupSupport                 the libsoup boundary: WebSocket client and a small HTTP/WebSocket server
+//   ServerLink                  the AllSpark server connection (protocol over SoupSupport)
 //   allspark-recorder           the command-line executable
 let package = Package(
     name: "allspark-recorder",
@@ -51,6 +53,14 @@ let package = Package(
             dependencies: ["CFaceDetector", "GStreamerSupport", "Recorder", "RecorderCore", .product(name: "Logging", package: "swift-log")]
         ),
         .target(
+            name: "SoupSupport",
+            dependencies: ["CSoup"]
+        ),
+        .target(
+            name: "ServerLink",
+            dependencies: ["SoupSupport", "RecorderCore", "GStreamerSupport", .product(name: "Logging", package: "swift-log")]
+        ),
+        .target(
             name: "GStreamerSupport",
             dependencies: ["CGStreamer", .product(name: "Logging", package: "swift-log")]
         ),
@@ -68,7 +78,7 @@ let package = Package(
         .executableTarget(
             name: "allspark-recorder",
             dependencies: [
-                "Recorder", "RecorderCore", "GStreamerSupport", "FaceBlur",
+                "Recorder", "RecorderCore", "GStreamerSupport", "FaceBlur", "ServerLink",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -81,6 +91,10 @@ let package = Package(
         .testTarget(
             name: "RecorderCoreTests",
             dependencies: ["RecorderCore"]
+        ),
+        .testTarget(
+            name: "ServerLinkTests",
+            dependencies: ["ServerLink", "SoupSupport", "Recorder", "RecorderCore", "GStreamerSupport", "RecorderTestSupport"]
         ),
         .testTarget(
             name: "FaceBlurTests",

@@ -197,7 +197,7 @@ final class ChunkSink {
         let plausible = endNs > fragment.startNs && endNs - fragment.startNs < longest
         if verifyBeforeFinalizing || !plausible {
             guard let playable = MediaProbe.duration(of: URL(fileURLWithPath: partialPath)) else {
-                logger.warning("\(partialPath) was cut short by the error and is not playable; the repair pass handles it")
+                logger.warning("\(partialPath) is not playable; the repair pass handles it")
                 return nil
             }
             endNs = min(endNs, fragment.startNs + UInt64(playable * 1e9))

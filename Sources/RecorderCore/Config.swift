@@ -176,6 +176,11 @@ public enum ConfigLoader {
         var reader = SettingReader(settings: settings, file: file)
         let deviceName = try reader.string("device.name", default: hostName)
         let host = try reader.string("server.host", default: "")
+        if !host.isEmpty {
+            do { _ = try ServerAddress(parsing: host) } catch {
+                throw ConfigError("\(reader.origin("server.host")): \(error)")
+            }
+        }
         let verifyTLS = try reader.bool("server.verify_tls", default: true)
         let discovery = try reader.bool("server.discovery", default: true)
         let reconnect = try reader.number("server.reconnect_delay_s", default: 5, range: 0.1...3600)

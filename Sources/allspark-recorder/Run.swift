@@ -5,6 +5,7 @@ import GStreamerSupport
 import Logging
 import Recorder
 import RecorderCore
+import ServerLink
 
 struct Run: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -48,9 +49,12 @@ struct Run: ParsableCommand {
             fail("\(error)")
         }
         FileHandle.standardError.write(Data("Recording to \(configuration.recording.storageDirectory) — press Ctrl-C to stop.\n".utf8))
+        let link = makeServerLink(configuration, recorder: recorder, logger: logger)
+        link?.start()
 
         let shutdown = { (reason: String) in
             logger.notice("\(reason): finishing the current chunk")
+            link?.stop()
             recorder.stop { loop.quit() }
         }
         // Keep the signal sources alive for the life of the loop.
@@ -77,6 +81,26 @@ struct Run: ParsableCommand {
         if exitCode != 0 { throw ExitCode(exitCode) }
     }
 }
+
+/// The AllSpark server connection, when a host is configured.
+func makeServerLink(_ config: RecorderConfig, recorder: Recorder, logger: Logger) -> ServerLink? {
+    guard !config.server.host.isEmpty else {
+        if config.server.discovery {
+            logger.notice("no server.host set; server discovery (Avahi) is not in this build yet, so the recorder runs without a server")
+        }
+        return nil
+    }
+    do {
+        let address = try ServerAddress(parsing: config.server.host)
+        return ServerLink(address: address, deviceName: config.device.name, verifyTLS: config.server.verifyTLS,
+                          reconnectDelay: config.server.reconnectDelaySeconds, recorder: recorder)
+    } catch {
+        logger.error("\(config.sourceFile): \(error); running without a server")
+        return nil
+    }
+}
+
+extension Recorder: RecorderControl {}
 
 /// Builds the privacy stage the config asks for, refusing (fail closed)
 /// when face blurring is on and no detector can run.

@@ -91,7 +91,8 @@ final class ConfigTests: XCTestCase {
                         contains: ["$FILE:3", "must be an integer, not a string"])
         try assertError("[recording]\npipeline = \"p\"\n[privacy]\nface_blurr = false",
                         contains: ["$FILE:4", "unknown key 'privacy.face_blurr'", "privacy.face_blur"])
-        try assertError("[server]\nhost = \"x\"", contains: ["$FILE", "missing key 'pipeline'"])
+        try assertError("[server]\nhost = \"x:1\"", contains: ["$FILE", "missing key 'pipeline'"])
+        try assertError("[recording]\npipeline = \"p\"\n[server]\nhost = \"myserver\"", contains: ["$FILE:4", "give the port"])
         try assertError("[recording]\npipeline = \"p\"", overrides: ["recording.video_format=webm"],
                         contains: ["--set", "\"mp4\" or \"mov\""])
         try assertError("[recording]\npipeline = \"p\"", overrides: ["privacy.face_blur=maybe"],

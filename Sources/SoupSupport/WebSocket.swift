@@ -1,0 +1,168 @@
+import CSoup
+import Foundation
+
+// The libsoup side of the unsafe C boundary: a WebSocket client connection
+// and a small WebSocket/HTTP server, as typed Swift. Objects here belong to
+// the thread running the default GLib main context (see MainLoop); their
+// callbacks arrive there.
+
+/// Carries a Swift value through a C `gpointer`.
+final class SoupBox<T> {
+    let value: T
+    init(_ value: T) { self.value = value }
+    var retained: UnsafeMutableRawPointer { Unmanaged.passRetained(self).toOpaque() }
+    static func from(_ p: UnsafeRawPointer) -> T { Unmanaged<SoupBox<T>>.fromOpaque(p).takeUnretainedValue().value }
+    static func release(_ p: UnsafeMutableRawPointer?) { if let p { Unmanaged<SoupBox<T>>.fromOpaque(p).release() } }
+}
+
+public struct WebSocketError: Error, CustomStringConvertible {
+    public var description: String
+    /// The TLS certificate was refused (never a reason to fall back to plain ws).
+    public var isCertificateError = false
+    /// The peer does not speak TLS at all (the one reason to try ws).
+    public var isNotTLS = false
+}
+
+private func take(_ error: UnsafeMutablePointer<GError>?) -> WebSocketError {
+    guard let error else { return WebSocketError(description: "unknown error") }
+    defer { g_error_free(error) }
+    let message = String(cString: error.pointee.message)
+    let isTLS = error.pointee.domain == g_tls_error_quark()
+    let badCertificate = isTLS && error.pointee.code == Int32(G_TLS_ERROR_BAD_CERTIFICATE.rawValue)
+    let notTLS = isTLS && error.pointee.code == Int32(G_TLS_ERROR_NOT_TLS.rawValue)
+    return WebSocketError(description: message, isCertificateError: badCertificate, isNotTLS: notTLS)
+}
+
+/// An open WebSocket (client or server side).
+public final class WebSocket {
+    public enum Message { case text(String), binary(Data) }
+
+    let connection: OpaquePointer   // SoupWebsocketConnection*, one reference owned
+    private var handlers: [gulong] = []
+
+    init(retaining connection: OpaquePointer) {
+        self.connection = connection
+        g_object_ref(UnsafeMutableRawPointer(connection))
+    }
+
+    deinit {
+        for id in handlers { g_signal_handler_disconnect(UnsafeMutableRawPointer(connection), id) }
+        g_object_unref(UnsafeMutableRawPointer(connection))
+    }
+
+    public var isOpen: Bool { soup_websocket_connection_get_state(connection) == SOUP_WEBSOCKET_STATE_OPEN }
+
+    /// Receives messages and the close, on the main loop.
+    public func onEvents(message: @escaping (Message) -> Void, closed: @escaping (_ code: Int, _ reason: String?) -> Void) {
+        let onMessage: @convention(c) (OpaquePointer?, Int32, OpaquePointer?, gpointer?) -> Void = { _, type, bytes, data in
+            guard let bytes, let data else { return }
+            var size: gsize = 0
+            let raw = g_bytes_get_data(bytes, &size)
+            let payload = raw.map { Data(bytes: $0, count: Int(size)) } ?? Data()
+            let handler = SoupBox<(Message) -> Void>.from(data)
+            if type == Int32(SOUP_WEBSOCKET_DATA_TEXT.rawValue) {
+                handler(.text(String(decoding: payload, as: UTF8.self)))
+            } else {
+                handler(.binary(payload))
+            }
+        }
+        let onClosed: @convention(c) (OpaquePointer?, gpointer?) -> Void = { connection, data in
+            guard let connection, let data else { return }
+            let reason = soup_websocket_connection_get_close_data(connection).map { String(cString: $0) }
+            SoupBox<(Int, String?) -> Void>.from(data)(Int(soup_websocket_connection_get_close_code(connection)), reason)
+        }
+        handlers.append(g_signal_connect_data(UnsafeMutableRawPointer(connection), "message", unsafeBitCast(onMessage, to: GCallback.self),
+                                              SoupBox(message).retained, { p, _ in SoupBox<(Message) -> Void>.release(p) }, GConnectFlags(rawValue: 0)))
+        handlers.append(g_signal_connect_data(UnsafeMutableRawPointer(connection), "closed", unsafeBitCast(onClosed, to: GCallback.self),
+                                              SoupBox(closed).retained, { p, _ in SoupBox<(Int, String?) -> Void>.release(p) }, GConnectFlags(rawValue: 0)))
+    }
+
+    public func send(text: String) {
+        guard isOpen else { return }
+        soup_websocket_connection_send_text(connection, text)
+    }
+
+    /// Sends a whole file as one binary message without copying it onto
+    /// the heap: the file is memory-mapped and handed to libsoup as GBytes.
+    public func send(fileAt path: String) throws {
+        var error: UnsafeMutablePointer<GError>?
+        guard let mapped = g_mapped_file_new(path, 0, &error) else { throw take(error) }
+        defer { g_mapped_file_unref(mapped) }
+        let bytes = g_mapped_file_get_bytes(mapped)
+        defer { g_bytes_unref(bytes) }
+        soup_websocket_connection_send_message(connection, SOUP_WEBSOCKET_DATA_BINARY, bytes)
+    }
+
+    public func send(binary: Data) {
+        binary.withUnsafeBytes { raw in
+            let bytes = g_bytes_new(raw.baseAddress, gsize(raw.count))
+            soup_websocket_connection_send_message(connection, SOUP_WEBSOCKET_DATA_BINARY, bytes)
+            g_bytes_unref(bytes)
+        }
+    }
+
+    public func close(code: Int = 1000, reason: String? = nil) {
+        guard isOpen else { return }
+        soup_websocket_connection_close(connection, gushort(code), reason)
+    }
+
+    /// Pings every `seconds`; a peer that stops answering closes the connection.
+    public func keepAlive(every seconds: UInt32) {
+        soup_websocket_connection_set_keepalive_interval(connection, seconds)
+    }
+
+    /// Largest message accepted from the peer (libsoup's default is 128 KiB).
+    public func setMaximumIncomingPayload(_ bytes: UInt64) {
+        soup_websocket_connection_set_max_incoming_payload_size(connection, guint64(bytes))
+    }
+}
+
+/// Opens client WebSocket connections with one SoupSession.
+public final class WebSocketConnector {
+    private let session: UnsafeMutablePointer<SoupSession>
+
+    public init(timeoutSeconds: UInt32 = 10) {
+        session = soup_session_new()!
+        soup_session_set_timeout(session, timeoutSeconds)
+    }
+
+    deinit { g_object_unref(UnsafeMutableRawPointer(session)) }
+
+    struct Pending {
+        let acceptAnyCertificate: Bool
+        let completion: (Result<WebSocket, WebSocketError>) -> Void
+        let message: OpaquePointer
+    }
+
+    /// Connects to `url` (ws:// or wss://). With `acceptAnyCertificate`,
+    /// self-signed certificates are accepted (verify_tls = false).
+    public func connect(url: String, acceptAnyCertificate: Bool,
+                        completion: @escaping (Result<WebSocket, WebSocketError>) -> Void) {
+        guard let message = soup_message_new("GET", url) else {
+            completion(.failure(WebSocketError(description: "\(url) is not a valid URL")))
+            return
+        }
+        if acceptAnyCertificate {
+            let accept: @convention(c) (OpaquePointer?, OpaquePointer?, GTlsCertificateFlags, gpointer?) -> gboolean = { _, _, _, _ in 1 }
+            g_signal_connect_data(UnsafeMutableRawPointer(message), "accept-certificate", unsafeBitCast(accept, to: GCallback.self),
+                                  nil, nil, GConnectFlags(rawValue: 0))
+        }
+        let pending = SoupBox(Pending(acceptAnyCertificate: acceptAnyCertificate, completion: completion, message: message))
+        soup_session_websocket_connect_async(session, message, nil, nil, G_PRIORITY_DEFAULT, nil, { source, result, data in
+            guard let data else { return }
+            let pending = SoupBox<Pending>.from(data)
+            defer {
+                g_object_unref(UnsafeMutableRawPointer(pending.message))
+                SoupBox<Pending>.release(data)
+            }
+            var error: UnsafeMutablePointer<GError>?
+            if let connection = soup_session_websocket_connect_finish(UnsafeMutableRawPointer(source)?.assumingMemoryBound(to: SoupSession.self), result, &error) {
+                let socket = WebSocket(retaining: connection)
+                g_object_unref(UnsafeMutableRawPointer(connection))
+                pending.completion(.success(socket))
+            } else {
+                pending.completion(.failure(take(error)))
+            }
+        }, pending.retained)
+    }
+}
