@@ -60,6 +60,9 @@ final class MessageTests: XCTestCase {
         guard case .clientConfig(let bad)? = parse(#"{"type":"clientConfig","config":{"videoFormat":"avi","videoChunkDurationMs":true,"videoBufferMaxMB":"big"}}"#)
         else { return XCTFail() }
         XCTAssertEqual(Set(bad.rejected.keys), ["videoFormat", "videoChunkDurationMs", "videoBufferMaxMB"])
+        guard case .clientConfig(let huge)? = parse(#"{"type":"clientConfig","config":{"videoChunkDurationMs":1e300,"videoBufferMaxMB":-1e300}}"#)
+        else { return XCTFail() }
+        XCTAssertEqual(Set(huge.rejected.keys), ["videoChunkDurationMs", "videoBufferMaxMB"], "huge numbers are rejected, not trapped on")
         XCTAssertEqual(bad.applied(to: RecordingTuning(videoFormat: .mp4, chunkDurationMs: 5000, bufferMaxMB: 7)),
                        RecordingTuning(videoFormat: .mp4, chunkDurationMs: 5000, bufferMaxMB: 7), "nothing bad is applied")
     }

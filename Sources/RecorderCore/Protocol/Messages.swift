@@ -95,24 +95,25 @@ public struct ClientConfigUpdate: Equatable, Sendable {
                     rejected[key] = "\(value) is not \"mp4\" or \"mov\""
                 }
             case "videoChunkDurationMs":
-                if let n = value as? NSNumber, !(value is Bool), n.doubleValue.isFinite,
-                   ConfigLimits.chunkDurationMs.contains(Int(n.doubleValue)) {
-                    chunkDurationMs = Int(n.doubleValue)
-                } else {
+                chunkDurationMs = Self.integer(value, in: ConfigLimits.chunkDurationMs)
+                if chunkDurationMs == nil {
                     rejected[key] = "\(value) is outside \(ConfigLimits.chunkDurationMs.lowerBound)…\(ConfigLimits.chunkDurationMs.upperBound) ms"
                 }
             case "videoBufferMaxMB":
-                if let n = value as? NSNumber, !(value is Bool), n.doubleValue.isFinite,
-                   ConfigLimits.bufferMaxMB.contains(Int(n.doubleValue)) {
-                    bufferMaxMB = Int(n.doubleValue)
-                } else {
-                    rejected[key] = "\(value) is not a size above 0 MB"
-                }
+                bufferMaxMB = Self.integer(value, in: ConfigLimits.bufferMaxMB)
+                if bufferMaxMB == nil { rejected[key] = "\(value) is not a size above 0 MB" }
             default:
                 ignoredKeys.append(key)
             }
         }
         ignoredKeys.sort()
+    }
+
+    /// A JSON number (not a boolean) within `range`, as an integer.
+    private static func integer(_ value: Any, in range: ClosedRange<Int>) -> Int? {
+        guard let n = value as? NSNumber, !(value is Bool), n.doubleValue.isFinite,
+              n.doubleValue >= Double(range.lowerBound), n.doubleValue <= Double(range.upperBound) else { return nil }
+        return Int(n.doubleValue)
     }
 
     /// The tuning after applying the accepted fields.
