@@ -23,11 +23,6 @@ public final class Sample: @unchecked Sendable {
         return d == GStreamer.clockTimeNone ? nil : d
     }
 
-    public var isKeyframe: Bool {
-        guard let buffer else { return false }
-        return cgst_buffer_is_delta(buffer) == 0
-    }
-
     /// Running time of the first buffer's timestamp in its segment.
     public var runningTime: ClockTime? {
         guard let pts = presentationTime, let segment = gst_sample_get_segment(pointer) else { return nil }

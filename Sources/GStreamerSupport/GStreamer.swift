@@ -13,21 +13,7 @@ public enum GStreamer {
     /// Initialises GStreamer once per process.
     public static func initialize() { _ = initOnce }
 
-    public static var version: String {
-        initialize()
-        return String(cString: gst_version_string())
-    }
-
-    /// Whether an element factory (a plugin feature) is installed.
-    public static func hasElement(_ factory: String) -> Bool {
-        initialize()
-        guard let f = gst_element_factory_find(factory) else { return false }
-        gst_object_unref(UnsafeMutableRawPointer(f))
-        return true
-    }
-
     public static let clockTimeNone: ClockTime = cgst_clock_time_none()
-    public static let second: ClockTime = 1_000_000_000
 }
 
 /// A GStreamer error raised while building or running a pipeline.
@@ -83,10 +69,6 @@ public class Element: @unchecked Sendable {
         return String(cString: cgst_object_name(UnsafeMutableRawPointer(factory)))
     }
 
-    public func hasProperty(_ name: String) -> Bool {
-        g_object_class_find_property(UnsafeMutableRawPointer(gobject.pointee.g_type_instance.g_class).assumingMemoryBound(to: GObjectClass.self), name) != nil
-    }
-
     /// Sets any property from its string form, as gst-launch would
     /// (enums by nick, structures in their serialised form).
     public func set(_ property: String, _ value: String) {
@@ -95,22 +77,6 @@ public class Element: @unchecked Sendable {
 
     public func set(_ property: String, _ value: Bool) { set(property, value ? "true" : "false") }
     public func set<I: BinaryInteger>(_ property: String, _ value: I) { set(property, String(value)) }
-
-    public func clockTime(_ property: String) -> ClockTime {
-        var value = GValue()
-        g_value_init(&value, GType(11 << 2))  // G_TYPE_UINT64
-        defer { g_value_unset(&value) }
-        g_object_get_property(gobject, property, &value)
-        return g_value_get_uint64(&value)
-    }
-
-    public func string(_ property: String) -> String? {
-        var value = GValue()
-        g_value_init(&value, GType(16 << 2))  // G_TYPE_STRING
-        defer { g_value_unset(&value) }
-        g_object_get_property(gobject, property, &value)
-        return g_value_get_string(&value).map { String(cString: $0) }
-    }
 
     public enum State { case null, ready, paused, playing }
 
@@ -134,12 +100,6 @@ public class Element: @unchecked Sendable {
     public func staticPad(_ name: String) -> Pad? {
         gst_element_get_static_pad(pointer, name).map(Pad.init(owning:))
     }
-
-    public func sendEvent(_ event: UnsafeMutablePointer<GstEvent>) -> Bool {
-        gst_element_send_event(pointer, event) != 0
-    }
-
-    public func sendEOS() -> Bool { sendEvent(gst_event_new_eos()) }
 }
 
 public final class Pad: @unchecked Sendable {
