@@ -2,8 +2,9 @@
 import PackageDescription
 
 // Layout (one target per concern):
-//   CGStreamer, CSoup, CAvahi   system library modules (pkg-config) + tiny inline shims
-//   GStreamerSupport            the unsafe C boundary: typed Swift over GStreamer/GLib
+//   CGLib, CGStreamer, CSoup, CAvahi  system library modules (pkg-config) + tiny inline shims
+//   GLibSupport                 the GLib main loop that drives everything, and the callback box the C boundaries share
+//   GStreamerSupport            the unsafe C boundary: typed Swift over GStreamer
 //   CFaceDetector               C++ shim: CenterFace face detection (OpenCV DNN), pixelation
 //   RecorderCore                pure Swift: config, TOML, pipeline templates, chunk catalog, retention
 //   Recorder                    the media engine: pipeline, frame path, chunk lifecycle, service
@@ -22,6 +23,11 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
     ],
     targets: [
+        .systemLibrary(
+            name: "CGLib",
+            pkgConfig: "glib-2.0 gobject-2.0",
+            providers: [.apt(["libglib2.0-dev"])]
+        ),
         .systemLibrary(
             name: "CGStreamer",
             pkgConfig: "gstreamer-1.0 gstreamer-app-1.0 gstreamer-video-1.0 gstreamer-pbutils-1.0",
@@ -50,19 +56,23 @@ let package = Package(
         ),
         .target(
             name: "FaceBlur",
-            dependencies: ["CFaceDetector", "GStreamerSupport", "Recorder", "RecorderCore", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["CFaceDetector", "GStreamerSupport", "GLibSupport", "Recorder", "RecorderCore", .product(name: "Logging", package: "swift-log")]
         ),
         .target(
             name: "SoupSupport",
-            dependencies: ["CSoup"]
+            dependencies: ["CSoup", "GLibSupport"]
         ),
         .target(
             name: "ServerLink",
-            dependencies: ["SoupSupport", "RecorderCore", "GStreamerSupport", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["SoupSupport", "RecorderCore", "GLibSupport", .product(name: "Logging", package: "swift-log")]
+        ),
+        .target(
+            name: "GLibSupport",
+            dependencies: ["CGLib"]
         ),
         .target(
             name: "GStreamerSupport",
-            dependencies: ["CGStreamer", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["CGStreamer", "GLibSupport", .product(name: "Logging", package: "swift-log")]
         ),
         .target(
             name: "RecorderCore",
@@ -71,21 +81,21 @@ let package = Package(
         .target(
             name: "Recorder",
             dependencies: [
-                "RecorderCore", "GStreamerSupport",
+                "RecorderCore", "GStreamerSupport", "GLibSupport",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .executableTarget(
             name: "allspark-recorder",
             dependencies: [
-                "Recorder", "RecorderCore", "GStreamerSupport", "FaceBlur", "ServerLink",
+                "Recorder", "RecorderCore", "GStreamerSupport", "GLibSupport", "FaceBlur", "ServerLink",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .target(
             name: "RecorderTestSupport",
-            dependencies: ["Recorder", "RecorderCore", "GStreamerSupport", "FaceBlur"],
+            dependencies: ["Recorder", "RecorderCore", "GStreamerSupport", "GLibSupport", "FaceBlur"],
             path: "Tests/RecorderTestSupport"
         ),
         .testTarget(
@@ -94,16 +104,16 @@ let package = Package(
         ),
         .testTarget(
             name: "ServerLinkTests",
-            dependencies: ["ServerLink", "SoupSupport", "Recorder", "RecorderCore", "GStreamerSupport", "RecorderTestSupport"]
+            dependencies: ["ServerLink", "SoupSupport", "Recorder", "RecorderCore", "GLibSupport", "RecorderTestSupport"]
         ),
         .testTarget(
             name: "FaceBlurTests",
-            dependencies: ["FaceBlur", "Recorder", "RecorderCore", "GStreamerSupport", "RecorderTestSupport",
+            dependencies: ["FaceBlur", "Recorder", "RecorderCore", "GStreamerSupport", "GLibSupport", "RecorderTestSupport",
                            .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(
             name: "RecorderTests",
-            dependencies: ["Recorder", "RecorderCore", "GStreamerSupport", "RecorderTestSupport"]
+            dependencies: ["Recorder", "RecorderCore", "GStreamerSupport", "GLibSupport", "RecorderTestSupport"]
         ),
     ]
 )

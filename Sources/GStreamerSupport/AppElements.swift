@@ -1,4 +1,5 @@
 import CGStreamer
+import GLibSupport
 import Foundation
 
 /// A reference to a GstSample (a buffer with its caps and segment).
@@ -64,15 +65,15 @@ public final class AppSink {
         callbacks.new_sample = { sink, data in
             guard let sink, let data else { return GST_FLOW_ERROR }
             guard let raw = gst_app_sink_pull_sample(sink) else { return GST_FLOW_EOS }
-            let ok = Box<Handlers>.from(data).sample(Sample(owning: raw))
+            let ok = CallbackBox<Handlers>.from(data).sample(Sample(owning: raw))
             return ok ? GST_FLOW_OK : GST_FLOW_ERROR
         }
         callbacks.eos = { _, data in
             guard let data else { return }
-            Box<Handlers>.from(data).endOfStream()
+            CallbackBox<Handlers>.from(data).endOfStream()
         }
-        let box = Box(Handlers(sample: onSample, endOfStream: onEndOfStream))
-        gst_app_sink_set_callbacks(sink, &callbacks, box.retainedPointer, { Box<Handlers>.release($0) })
+        let box = CallbackBox(Handlers(sample: onSample, endOfStream: onEndOfStream))
+        gst_app_sink_set_callbacks(sink, &callbacks, box.retainedPointer, { CallbackBox<Handlers>.release($0) })
     }
 
     /// Drops the handlers (and what they captured).
@@ -125,12 +126,12 @@ public final class FragmentNamer {
                 _ = gst_mini_object_ref(UnsafeMutableRawPointer(s).assumingMemoryBound(to: GstMiniObject.self))
                 return Sample(owning: s)
             }
-            let path = Box<Handler>.from(data)(UInt32(id), wrapped)
+            let path = CallbackBox<Handler>.from(data)(UInt32(id), wrapped)
             return g_strdup(path)
         }
-        let box = Box<Handler>(handler)
+        let box = CallbackBox<Handler>(handler)
         g_signal_connect_data(UnsafeMutableRawPointer(element.pointer), "format-location-full",
                               unsafeBitCast(callback, to: GCallback.self), box.retainedPointer,
-                              { data, _ in Box<Handler>.release(data) }, GConnectFlags(rawValue: 0))
+                              { data, _ in CallbackBox<Handler>.release(data) }, GConnectFlags(rawValue: 0))
     }
 }

@@ -1,4 +1,5 @@
 import CGStreamer
+import GLibSupport
 import Foundation
 
 // The unsafe C boundary of the project: every raw GStreamer/GLib pointer is
@@ -157,24 +158,24 @@ extension Pad {
     /// Data keeps flowing meanwhile: frames before the keyframe pass as usual.
     /// The action gets the keyframe's timestamp.
     public func atNextKeyframe(_ action: @escaping (_ presentationTime: ClockTime) -> Void) {
-        let box = Box(action)
+        let box = CallbackBox(action)
         _ = gst_pad_add_probe(pointer, GST_PAD_PROBE_TYPE_BUFFER, { _, info, data in
             guard let info, let data, let buffer = cgst_pad_probe_info_buffer(info) else { return GST_PAD_PROBE_OK }
             if cgst_buffer_is_delta(buffer) != 0 { return GST_PAD_PROBE_OK }
-            Box<(ClockTime) -> Void>.from(data)(cgst_buffer_pts(buffer))
+            CallbackBox<(ClockTime) -> Void>.from(data)(cgst_buffer_pts(buffer))
             return GST_PAD_PROBE_REMOVE
-        }, box.retainedPointer, { Box<(ClockTime) -> Void>.release($0) })
+        }, box.retainedPointer, { CallbackBox<(ClockTime) -> Void>.release($0) })
     }
 
     /// Runs `action` on the streaming thread when end-of-stream passes this pad.
     public func onEndOfStream(_ action: @escaping () -> Void) {
-        let box = Box(action)
+        let box = CallbackBox(action)
         _ = gst_pad_add_probe(pointer, GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM, { _, info, data in
             guard let info, let data, let event = cgst_pad_probe_info_event(info) else { return GST_PAD_PROBE_OK }
             guard cgst_event_type(event) == GST_EVENT_EOS else { return GST_PAD_PROBE_OK }
-            Box<() -> Void>.from(data)()
+            CallbackBox<() -> Void>.from(data)()
             return GST_PAD_PROBE_REMOVE
-        }, box.retainedPointer, { Box<() -> Void>.release($0) })
+        }, box.retainedPointer, { CallbackBox<() -> Void>.release($0) })
     }
 
     /// Asks the elements upstream of this source pad for a keyframe now.

@@ -1,16 +1,6 @@
 import CGStreamer
+import GLibSupport
 import Foundation
-
-/// Boxes a Swift value so it can travel through a C `gpointer`.
-final class Box<T> {
-    let value: T
-    init(_ value: T) { self.value = value }
-    var retainedPointer: UnsafeMutableRawPointer { Unmanaged.passRetained(self).toOpaque() }
-    static func from(_ pointer: UnsafeRawPointer) -> T { Unmanaged<Box<T>>.fromOpaque(pointer).takeUnretainedValue().value }
-    static func release(_ pointer: UnsafeRawPointer?) {
-        if let pointer { Unmanaged<Box<T>>.fromOpaque(pointer).release() }
-    }
-}
 
 /// Why `gst_parse_launch` refused a description.
 public struct ParseFailure: Error, CustomStringConvertible {
@@ -107,12 +97,12 @@ public final class BusWatch {
 
     init(bus: UnsafeMutablePointer<GstBus>, handler: @escaping (BusMessage) -> Void) {
         self.bus = bus
-        let box = Box(handler)
+        let box = CallbackBox(handler)
         sourceID = gst_bus_add_watch_full(bus, G_PRIORITY_DEFAULT, { _, message, data in
             guard let message, let data else { return 1 }
-            Box<(BusMessage) -> Void>.from(data)(BusMessage(message))
+            CallbackBox<(BusMessage) -> Void>.from(data)(BusMessage(message))
             return 1   // G_SOURCE_CONTINUE
-        }, box.retainedPointer, { Box<(BusMessage) -> Void>.release($0) })
+        }, box.retainedPointer, { CallbackBox<(BusMessage) -> Void>.release($0) })
     }
 
     public func remove() {

@@ -1,4 +1,5 @@
 import Foundation
+import GLibSupport
 import GStreamerSupport
 import Logging
 import RecorderCore

@@ -1,5 +1,5 @@
 import Foundation
-import GStreamerSupport   // MainLoop: the GLib main loop that libsoup also runs on
+import GLibSupport
 import Logging
 import RecorderCore
 import SoupSupport

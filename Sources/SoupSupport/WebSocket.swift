@@ -1,19 +1,11 @@
 import CSoup
+import GLibSupport
 import Foundation
 
 // The libsoup side of the unsafe C boundary: a WebSocket client connection
 // and a small WebSocket/HTTP server, as typed Swift. Objects here belong to
 // the thread running the default GLib main context (see MainLoop); their
 // callbacks arrive there.
-
-/// Carries a Swift value through a C `gpointer`.
-final class SoupBox<T> {
-    let value: T
-    init(_ value: T) { self.value = value }
-    var retained: UnsafeMutableRawPointer { Unmanaged.passRetained(self).toOpaque() }
-    static func from(_ p: UnsafeRawPointer) -> T { Unmanaged<SoupBox<T>>.fromOpaque(p).takeUnretainedValue().value }
-    static func release(_ p: UnsafeMutableRawPointer?) { if let p { Unmanaged<SoupBox<T>>.fromOpaque(p).release() } }
-}
 
 public struct WebSocketError: Error, CustomStringConvertible {
     public var description: String
@@ -59,7 +51,7 @@ public final class WebSocket {
             var size: gsize = 0
             let raw = g_bytes_get_data(bytes, &size)
             let payload = raw.map { Data(bytes: $0, count: Int(size)) } ?? Data()
-            let handler = SoupBox<(Message) -> Void>.from(data)
+            let handler = CallbackBox<(Message) -> Void>.from(data)
             if type == Int32(SOUP_WEBSOCKET_DATA_TEXT.rawValue) {
                 handler(.text(String(decoding: payload, as: UTF8.self)))
             } else {
@@ -69,12 +61,12 @@ public final class WebSocket {
         let onClosed: @convention(c) (OpaquePointer?, gpointer?) -> Void = { connection, data in
             guard let connection, let data else { return }
             let reason = soup_websocket_connection_get_close_data(connection).map { String(cString: $0) }
-            SoupBox<(Int, String?) -> Void>.from(data)(Int(soup_websocket_connection_get_close_code(connection)), reason)
+            CallbackBox<(Int, String?) -> Void>.from(data)(Int(soup_websocket_connection_get_close_code(connection)), reason)
         }
         handlers.append(g_signal_connect_data(UnsafeMutableRawPointer(connection), "message", unsafeBitCast(onMessage, to: GCallback.self),
-                                              SoupBox(message).retained, { p, _ in SoupBox<(Message) -> Void>.release(p) }, GConnectFlags(rawValue: 0)))
+                                              CallbackBox(message).retainedPointer, { p, _ in CallbackBox<(Message) -> Void>.release(p) }, GConnectFlags(rawValue: 0)))
         handlers.append(g_signal_connect_data(UnsafeMutableRawPointer(connection), "closed", unsafeBitCast(onClosed, to: GCallback.self),
-                                              SoupBox(closed).retained, { p, _ in SoupBox<(Int, String?) -> Void>.release(p) }, GConnectFlags(rawValue: 0)))
+                                              CallbackBox(closed).retainedPointer, { p, _ in CallbackBox<(Int, String?) -> Void>.release(p) }, GConnectFlags(rawValue: 0)))
     }
 
     public func send(text: String) {
@@ -147,13 +139,13 @@ public final class WebSocketConnector {
             g_signal_connect_data(UnsafeMutableRawPointer(message), "accept-certificate", unsafeBitCast(accept, to: GCallback.self),
                                   nil, nil, GConnectFlags(rawValue: 0))
         }
-        let pending = SoupBox(Pending(acceptAnyCertificate: acceptAnyCertificate, completion: completion, message: message))
+        let pending = CallbackBox(Pending(acceptAnyCertificate: acceptAnyCertificate, completion: completion, message: message))
         soup_session_websocket_connect_async(session, message, nil, nil, G_PRIORITY_DEFAULT, nil, { source, result, data in
             guard let data else { return }
-            let pending = SoupBox<Pending>.from(data)
+            let pending = CallbackBox<Pending>.from(data)
             defer {
                 g_object_unref(UnsafeMutableRawPointer(pending.message))
-                SoupBox<Pending>.release(data)
+                CallbackBox<Pending>.release(data)
             }
             var error: UnsafeMutablePointer<GError>?
             if let connection = soup_session_websocket_connect_finish(UnsafeMutableRawPointer(source)?.assumingMemoryBound(to: SoupSession.self), result, &error) {
@@ -163,6 +155,6 @@ public final class WebSocketConnector {
             } else {
                 pending.completion(.failure(take(error)))
             }
-        }, pending.retained)
+        }, pending.retainedPointer)
     }
 }

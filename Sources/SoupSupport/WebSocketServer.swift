@@ -1,4 +1,5 @@
 import CSoup
+import GLibSupport
 import Foundation
 
 /// A small HTTP + WebSocket server on loopback, built on libsoup's
@@ -46,10 +47,10 @@ public final class WebSocketServer {
     public func handleJSON(path: String, _ body: @escaping () -> String) {
         soup_server_add_handler(server, path, { _, message, _, _, data in
             guard let message, let data else { return }
-            let text = SoupBox<() -> String>.from(data)()
+            let text = CallbackBox<() -> String>.from(data)()
             soup_server_message_set_status(message, 200, nil)
             soup_server_message_set_response(message, "application/json", SOUP_MEMORY_COPY, text, gsize(text.utf8.count))
-        }, SoupBox(body).retained, { SoupBox<() -> String>.release($0) })
+        }, CallbackBox(body).retainedPointer, { CallbackBox<() -> String>.release($0) })
     }
 
     public func stop() { soup_server_disconnect(server) }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import FaceBlur
 import Foundation
+import GLibSupport
 import GStreamerSupport
 import Logging
 import Recorder

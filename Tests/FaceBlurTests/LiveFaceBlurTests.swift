@@ -1,3 +1,4 @@
+import GLibSupport
 import XCTest
 import FaceBlur
 import RecorderCore

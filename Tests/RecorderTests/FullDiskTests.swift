@@ -1,3 +1,4 @@
+import GLibSupport
 import XCTest
 import RecorderCore
 import RecorderTestSupport

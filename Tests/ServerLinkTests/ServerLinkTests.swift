@@ -1,5 +1,5 @@
+import GLibSupport
 import XCTest
-import GStreamerSupport
 import RecorderCore
 import RecorderTestSupport
 import SoupSupport

@@ -1,4 +1,4 @@
-import CGStreamer
+import CGLib
 import Foundation
 
 /// The GLib main loop on the default main context. Whoever runs it owns
@@ -9,7 +9,6 @@ public final class MainLoop {
     private let loop: OpaquePointer
 
     public init() {
-        GStreamer.initialize()
         loop = g_main_loop_new(nil, 0)
     }
 
@@ -33,9 +32,9 @@ public final class MainLoop {
     /// Runs `block` on the main-loop thread soon. Safe from any thread.
     public static func post(_ block: @escaping () -> Void) {
         _ = g_idle_add_full(G_PRIORITY_DEFAULT, { data in
-            Box<() -> Void>.from(data!)()
+            CallbackBox<() -> Void>.from(data!)()
             return 0
-        }, Box(block).retainedPointer, { Box<() -> Void>.release($0) })
+        }, CallbackBox(block).retainedPointer, { CallbackBox<() -> Void>.release($0) })
     }
 
     /// A timer or signal source; cancel to stop it.
@@ -53,9 +52,9 @@ public final class MainLoop {
         let source = Source(id: 0)
         let fire: () -> Void = { source.id = 0; block() }
         source.id = g_timeout_add_full(G_PRIORITY_DEFAULT, guint(max(0, seconds * 1000)), { data in
-            Box<() -> Void>.from(data!)()
+            CallbackBox<() -> Void>.from(data!)()
             return 0
-        }, Box(fire).retainedPointer, { Box<() -> Void>.release($0) })
+        }, CallbackBox(fire).retainedPointer, { CallbackBox<() -> Void>.release($0) })
         return source
     }
 
@@ -63,8 +62,8 @@ public final class MainLoop {
     @discardableResult
     public static func every(_ seconds: Double, _ block: @escaping () -> Bool) -> Source {
         let id = g_timeout_add_full(G_PRIORITY_DEFAULT, guint(max(1, seconds * 1000)), { data in
-            Box<() -> Bool>.from(data!)() ? 1 : 0
-        }, Box(block).retainedPointer, { Box<() -> Bool>.release($0) })
+            CallbackBox<() -> Bool>.from(data!)() ? 1 : 0
+        }, CallbackBox(block).retainedPointer, { CallbackBox<() -> Bool>.release($0) })
         return Source(id: id)
     }
 
@@ -72,9 +71,9 @@ public final class MainLoop {
     @discardableResult
     public static func onSignal(_ signal: Int32, _ block: @escaping () -> Void) -> Source {
         let id = g_unix_signal_add_full(G_PRIORITY_DEFAULT, signal, { data in
-            Box<() -> Void>.from(data!)()
+            CallbackBox<() -> Void>.from(data!)()
             return 1
-        }, Box(block).retainedPointer, { Box<() -> Void>.release($0) })
+        }, CallbackBox(block).retainedPointer, { CallbackBox<() -> Void>.release($0) })
         return Source(id: id)
     }
 }
