@@ -161,7 +161,7 @@ public final class FaceBlurStage: FrameProcessor {
             let deadline = Date().addingTimeInterval(5)
             while !isCovered(newest.time), failure == nil, Date() < deadline {
                 if job == nil { offerJob(newest.sample, time: newest.time) }
-                condition.wait(until: deadline)
+                _ = condition.wait(until: deadline)
             }
         }
         let ready = takeReady(force: true)

@@ -143,6 +143,19 @@ public final class Recorder {
         stopSession { [weak self] in self?.scheduleRetry() }
     }
 
+    /// True while a pipeline runs (a chunk is being written or about to be).
+    public var isCapturing: Bool { state == .recording }
+
+    /// Restarts capture at once if it is waiting to retry after a failure
+    /// (the server's record command); true if it did.
+    @discardableResult
+    public func resumeIfWaiting() -> Bool {
+        guard case .waitingToRetry = state, !stopRequested else { return false }
+        retryTimer?.cancel()
+        startSession()
+        return true
+    }
+
     private func scheduleRetry() {
         guard !stopRequested else { return }
         let delay = retryDelay.next()

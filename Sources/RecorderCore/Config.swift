@@ -23,6 +23,12 @@ public struct RecorderConfig: Equatable, Sendable {
         public var discovery: Bool
         public var reconnectDelaySeconds: Double
         public var announceChunks: Bool
+        /// Largest file sent as one upload message; servers cap a message at about 300 MB.
+        public var maxUploadMB: Int
+        /// Tries per chunk before an upload is given up (a reconnect in between counts one).
+        public var uploadAttempts: Int
+
+        public var maxUploadBytes: Int64 { Int64(maxUploadMB) * 1024 * 1024 }
     }
     public struct Recording: Equatable, Sendable {
         /// Absolute path of the pipeline description.
@@ -105,6 +111,8 @@ public enum ConfigLoader {
         Key(name: "server.discovery", kind: .bool),
         Key(name: "server.reconnect_delay_s", kind: .number),
         Key(name: "server.announce_chunks", kind: .bool),
+        Key(name: "server.max_upload_mb", kind: .integer),
+        Key(name: "server.upload_attempts", kind: .integer),
         Key(name: "recording.pipeline", kind: .path),
         Key(name: "recording.storage_dir", kind: .path),
         Key(name: "recording.video_format", kind: .string),
@@ -173,7 +181,7 @@ public enum ConfigLoader {
             settings[key] = Setting(value: value, origin: "--set", baseDirectory: cwd)
         }
 
-        var reader = SettingReader(settings: settings, file: file)
+        let reader = SettingReader(settings: settings, file: file)
         let deviceName = try reader.string("device.name", default: hostName)
         let host = try reader.string("server.host", default: "")
         if !host.isEmpty {
@@ -185,6 +193,8 @@ public enum ConfigLoader {
         let discovery = try reader.bool("server.discovery", default: true)
         let reconnect = try reader.number("server.reconnect_delay_s", default: 5, range: 0.1...3600)
         let announce = try reader.bool("server.announce_chunks", default: true)
+        let maxUpload = try reader.integer("server.max_upload_mb", default: 300, range: 1...4096)
+        let uploadAttempts = try reader.integer("server.upload_attempts", default: 5, range: 1...100)
         guard let pipeline = try reader.path("recording.pipeline") else {
             throw ConfigError("\(file): missing key 'pipeline' in [recording]: the path of a pipeline description, e.g. pipeline = \"../pipelines/test.pipeline\"")
         }
@@ -230,7 +240,8 @@ public enum ConfigLoader {
         return RecorderConfig(
             device: .init(name: deviceName),
             server: .init(host: host, verifyTLS: verifyTLS, discovery: discovery,
-                          reconnectDelaySeconds: reconnect, announceChunks: announce),
+                          reconnectDelaySeconds: reconnect, announceChunks: announce,
+                          maxUploadMB: maxUpload, uploadAttempts: uploadAttempts),
             recording: .init(pipeline: pipeline, storageDirectory: storage, videoFormat: format,
                              chunkDurationMs: duration, bufferMaxMB: bufferMax),
             privacy: .init(faceBlur: faceBlur, model: model, mode: mode, threshold: threshold, margin: margin,

@@ -4,20 +4,25 @@ import Logging
 import RecorderCore
 import SoupSupport
 
-/// What the server may change on the running recorder.
+/// What the server may see and change on the running recorder.
 public protocol RecorderControl: AnyObject {
     var currentTuning: RecordingTuning { get }
     @discardableResult func retune(_ tuning: RecordingTuning) -> [String]
+    /// The recorded chunks (uploads read and pin them).
+    var catalog: ChunkCatalog { get }
+    /// True while a pipeline runs, so a chunk is being written now.
+    var isCapturing: Bool { get }
+    /// Restarts capture now if it is waiting to retry; true if it did.
+    @discardableResult func resumeIfWaiting() -> Bool
 }
 
 /// The connection to one AllSpark server: connect (wss first, ws only when
-/// the server does not speak TLS at all), introduce the device, apply
-/// `clientConfig`, reconnect after a loss, forever.
+/// the server does not speak TLS at all), introduce the device, apply and
+/// persist `clientConfig`, announce finished chunks, upload chunks by time
+/// range, and reconnect after a loss, forever.
 ///
-/// Threading: created and used on the main-loop thread; libsoup calls back there.
-///
-/// Not yet here (issue "Server link"): uploads by time range, chunkSaved,
-/// the record command's autoUpload, persisting the server's values.
+/// Threading: created and used on the main-loop thread; libsoup calls back
+/// there, and so do the recorder's chunk notifications.
 public final class ServerLink {
     public enum State: Equatable, CustomStringConvertible {
         case disconnected
@@ -32,10 +37,26 @@ public final class ServerLink {
         }
     }
 
-    public let address: ServerAddress
+    /// What uploads may do.
+    public struct UploadOptions {
+        public var maxBytes: Int64
+        public var attempts: Int
+        /// Wait before sending again after the server refused a chunk.
+        public var retryDelay: Double
+        public init(maxBytes: Int64 = 300 * 1_048_576, attempts: Int = 5, retryDelay: Double = 2) {
+            self.maxBytes = maxBytes
+            self.attempts = attempts
+            self.retryDelay = retryDelay
+        }
+    }
+
+    /// The server connected to (or being tried); nil when there is none to use.
+    public private(set) var address: ServerAddress?
     private let deviceName: String
     private let verifyTLS: Bool
     private let reconnectDelay: Double
+    private let announceChunks: Bool
+    private let settingsStore: ServerSettingsStore?
     private weak var recorder: RecorderControl?
     private let logger: Logger
     // Short enough that a wss attempt on a server that never answers the TLS hello gives way to ws soon.
@@ -43,21 +64,34 @@ public final class ServerLink {
     private var socket: WebSocket?
     private var reconnectTimer: MainLoop.Source?
     private var stopped = true
+    /// Increases with every connection attempt, so callbacks of an abandoned attempt are ignored.
+    private var attempt = 0
+    /// Replies owed by the server on the current connection (none are owed on a new one).
+    private var ledger = ReplyLedger<String>()
+    private let uploads: UploadQueue?
 
     public private(set) var state: State = .disconnected {
-        didSet { if state != oldValue { logger.notice("server \(address): \(oldValue) → \(state)") } }
+        didSet { if state != oldValue { logger.notice("server \(address?.description ?? "(none)"): \(oldValue) → \(state)") } }
     }
     /// Every state change, after it is logged.
     public var onStateChange: ((State) -> Void)?
 
-    public init(address: ServerAddress, deviceName: String, verifyTLS: Bool, reconnectDelay: Double,
-                recorder: RecorderControl?, logger: Logger = Logger(label: "allspark.server")) {
+    public init(address: ServerAddress?, deviceName: String, verifyTLS: Bool, reconnectDelay: Double,
+                recorder: RecorderControl?, announceChunks: Bool = true, uploadOptions: UploadOptions = UploadOptions(),
+                settingsStore: ServerSettingsStore? = nil, logger: Logger = Logger(label: "allspark.server")) {
         self.address = address
         self.deviceName = deviceName
         self.verifyTLS = verifyTLS
         self.reconnectDelay = reconnectDelay
+        self.announceChunks = announceChunks
+        self.settingsStore = settingsStore
         self.recorder = recorder
         self.logger = logger
+        uploads = recorder.map {
+            UploadQueue(catalog: $0.catalog, maxBytes: uploadOptions.maxBytes, maxAttempts: uploadOptions.attempts,
+                        retryDelay: uploadOptions.retryDelay, logger: logger)
+        }
+        uploads?.transport = self
         if !verifyTLS {
             logger.warning("server.verify_tls = false: any TLS certificate is accepted, including self-signed ones")
         }
@@ -65,28 +99,66 @@ public final class ServerLink {
 
     public func start() {
         stopped = false
-        connect(candidates: address.candidates)
+        if let address { connect(address, candidates: address.candidates) }
     }
 
     public func stop() {
         stopped = true
         reconnectTimer?.cancel()
-        socket?.close(code: 1001, reason: "recorder stopping")
-        socket = nil
+        attempt += 1
+        dropSocket(code: 1001, reason: "recorder stopping")
         set(.disconnected)
     }
+
+    /// Moves to another server (nil: none), dropping the current connection.
+    public func connect(to newAddress: ServerAddress?) {
+        guard newAddress != address else { return }
+        logger.notice("server: switching from \(address?.description ?? "(none)") to \(newAddress?.description ?? "(none)")")
+        reconnectTimer?.cancel()
+        attempt += 1
+        dropSocket(code: 1001, reason: "switching server")
+        address = newAddress
+        set(.disconnected)
+        if !stopped, let newAddress { connect(newAddress, candidates: newAddress.candidates) }
+    }
+
+    /// Chunks still to upload (waiting or being sent).
+    public var pendingUploads: Int { (uploads?.waiting.count ?? 0) + (uploads?.inFlight == nil ? 0 : 1) }
+
+    /// The recorder finished a chunk: announce it (`chunkSaved`) and upload
+    /// it if a requested range is waiting for it.
+    public func chunkFinished(_ chunk: ChunkRecord, fps: Double, width: Int, height: Int, camera: String) {
+        if announceChunks, let socket, socket.isOpen {
+            socket.send(text: ClientMessage.text(ClientMessage.ChunkSaved(chunk: chunk, camera: camera, fps: fps,
+                                                                          width: width, height: height)))
+            ledger.sent(.chunkSaved)
+        }
+        uploads?.chunkFinished(chunk)
+    }
+
+    /// The recorder stopped: ranges waiting for chunks will get no more.
+    public func recordingEnded() { uploads?.recordingEnded() }
 
     private func set(_ new: State) {
         state = new
         onStateChange?(new)
     }
 
-    private func connect(candidates: [ServerAddress.Scheme]) {
+    private func dropSocket(code: Int, reason: String) {
+        socket?.close(code: code, reason: reason)
+        socket = nil
+        ledger = ReplyLedger()
+        uploads?.connectionLost()
+    }
+
+    private func connect(_ address: ServerAddress, candidates: [ServerAddress.Scheme]) {
         guard !stopped, let scheme = candidates.first else { return }
         set(.connecting)
+        attempt += 1
+        let thisAttempt = attempt
         let url = address.url(scheme)
         connector.connect(url: url, acceptAnyCertificate: !verifyTLS) { [weak self] result in
-            guard let self, !self.stopped else { return }
+            guard let self, !self.stopped, thisAttempt == self.attempt else { return }
             switch result {
             case .success(let socket):
                 self.connected(socket, scheme: scheme)
@@ -97,7 +169,7 @@ public final class ServerLink {
                     // Not a certificate problem: the server may not speak TLS at all (no scheme was given).
                     // A certificate failure above never gets here: it is an error, not a reason to downgrade.
                     self.logger.info("\(url): \(error); trying \(candidates[1].rawValue)")
-                    self.connect(candidates: Array(candidates.dropFirst()))
+                    self.connect(address, candidates: Array(candidates.dropFirst()))
                     return
                 } else {
                     self.logger.warning("\(url): \(error)")
@@ -109,19 +181,20 @@ public final class ServerLink {
 
     private func connected(_ socket: WebSocket, scheme: ServerAddress.Scheme) {
         self.socket = socket
+        ledger = ReplyLedger()
         socket.keepAlive(every: 15)
         socket.setMaximumIncomingPayload(UInt64(ServerMessage.maximumTextBytes) * 4)
         socket.onEvents(message: { [weak self] message in
             self?.received(message)
         }, closed: { [weak self, weak socket] code, reason in
             guard let self, let socket, socket === self.socket else { return }
-            self.logger.warning("server \(self.address) closed the connection (\(code)\(reason.map { ": \($0)" } ?? ""))")
-            self.socket = nil
-            self.set(.disconnected)
+            self.logger.warning("server \(self.address?.description ?? "") closed the connection (\(code)\(reason.map { ": \($0)" } ?? ""))")
+            self.dropSocket(code: 1000, reason: "")
             self.scheduleReconnect()
         })
         set(.connected(scheme))
         socket.send(text: ClientMessage.text(ClientMessage.ClientInfo(clientName: deviceName)))
+        uploads?.pump()
     }
 
     private func scheduleReconnect() {
@@ -129,8 +202,8 @@ public final class ServerLink {
         set(.disconnected)
         reconnectTimer?.cancel()
         reconnectTimer = MainLoop.after(reconnectDelay) { [weak self] in
-            guard let self, !self.stopped else { return }
-            self.connect(candidates: self.address.candidates)
+            guard let self, !self.stopped, let address = self.address else { return }
+            self.connect(address, candidates: address.candidates)
         }
     }
 
@@ -144,14 +217,53 @@ public final class ServerLink {
             logger.warning("server message ignored: \(rejection)")
         case .success(.clientConfig(let update)):
             apply(update)
-        case .success(.uploadTimeRange(let start, let end, _)):
-            logger.warning("uploadTimeRange [\(start), \(end)) received, but uploads are not implemented in this build yet")
-        case .success(.record(let message, _, _)):
-            logger.notice("record command from the server\(message.map { ": \($0)" } ?? ""); the recorder is already recording")
+        case .success(.uploadTimeRange(let start, let end, let message)):
+            requestUpload(from: start, to: end,
+                          reason: "uploadTimeRange [\(format(start)), \(format(end)))\(message.map { " \"\($0)\"" } ?? "")")
+        case .success(.record(let message, let duration, let autoUpload)):
+            record(message: message, duration: duration, autoUpload: autoUpload)
         case .success(.otherCommand(let name)):
             logger.notice("server command \"\(name)\" is not one this recorder knows; ignored")
         case .success(.status(let success, let message)):
-            logger.debug("server status \(success ? "success" : "error")\(message.map { ": \($0)" } ?? "")")
+            attribute(success: success, message: message)
+        }
+    }
+
+    private func attribute(success: Bool, message: String?) {
+        let detail = message.map { ": \($0)" } ?? ""
+        switch ledger.received(success: success, message: message) {
+        case .chunkSaved(let ok):
+            // Old servers answer chunkSaved with "Unknown message type": expected, not a fault.
+            logger.debug("server answered chunkSaved (\(ok ? "success" : "error")\(detail))")
+        case .upload(let file, let ok, let message):
+            uploads?.finished(file, success: ok, message: message)
+        case .tailOfFailedUpload(let file):
+            logger.debug("server's second error for the refused upload of \(file)\(detail)")
+        case .unexpected(let ok, _):
+            logger.info("server sent a \(ok ? "success" : "error") reply nothing was waiting for\(detail)")
+        }
+    }
+
+    private func requestUpload(from start: Double, to end: Double, reason: String) {
+        guard let uploads, let recorder else {
+            logger.warning("\(reason): no recorder is attached to this link; nothing to upload")
+            return
+        }
+        uploads.request(from: start, to: end, recording: recorder.isCapturing,
+                        chunkDuration: Double(recorder.currentTuning.chunkDurationMs) / 1000, reason: reason)
+    }
+
+    private func record(message: String?, duration: Double?, autoUpload: Bool) {
+        let text = message.map { ": \"\($0)\"" } ?? ""
+        if recorder?.resumeIfWaiting() == true {
+            logger.notice("record command from the server\(text); capture was waiting to retry and restarts now")
+        } else {
+            logger.notice("record command from the server\(text); the recorder is already recording")
+        }
+        if autoUpload, let duration {
+            let now = Date().timeIntervalSince1970
+            requestUpload(from: now, to: now + duration,
+                          reason: "record command (autoUpload of the next \(format(duration)) s)")
         }
     }
 
@@ -165,5 +277,25 @@ public final class ServerLink {
         guard let recorder else { return }
         let changes = recorder.retune(update.applied(to: recorder.currentTuning))
         logger.notice("clientConfig applied: \(changes.isEmpty ? "nothing changed" : changes.joined(separator: "; "))")
+        guard update.videoFormat != nil || update.chunkDurationMs != nil || update.bufferMaxMB != nil,
+              let settingsStore else { return }
+        do {
+            try settingsStore.save(recorder.currentTuning, server: address?.description ?? "")
+        } catch {
+            logger.error("cannot keep the server's settings in \(settingsStore.url.path) for the next start: \(error)")
+        }
+    }
+
+    private func format(_ seconds: Double) -> String { String(format: "%.3f", seconds) }
+}
+
+extension ServerLink: UploadTransport {
+    var canSend: Bool { socket?.isOpen == true }
+
+    func sendUpload(_ chunk: ChunkRecord, file: URL) throws {
+        guard let socket, socket.isOpen else { throw WebSocketError(description: "not connected") }
+        socket.send(text: ClientMessage.text(ClientMessage.UploadMetadata(chunk: chunk)))
+        try socket.send(fileAt: file.path)
+        ledger.sent(.upload(chunk.file))
     }
 }

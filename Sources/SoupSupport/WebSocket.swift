@@ -13,6 +13,12 @@ public struct WebSocketError: Error, CustomStringConvertible {
     public var isCertificateError = false
     /// The peer does not speak TLS at all (the one reason to try ws).
     public var isNotTLS = false
+
+    public init(description: String, isCertificateError: Bool = false, isNotTLS: Bool = false) {
+        self.description = description
+        self.isCertificateError = isCertificateError
+        self.isNotTLS = isNotTLS
+    }
 }
 
 private func take(_ error: UnsafeMutablePointer<GError>?) -> WebSocketError {

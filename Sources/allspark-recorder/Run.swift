@@ -24,12 +24,25 @@ struct Run: ParsableCommand {
 
     @OptionGroup var common: CommonOptions
 
+    /// The config file, with the values the server last set laid over it
+    /// (kept in the storage folder; the file itself is never rewritten).
+    private func loadWithServerSettings(logger: Logger) throws -> RecorderConfig {
+        let fromFile = try ConfigLoader.load(file: config, overrides: common.overrides)
+        let store = ServerSettingsStore(storageDirectory: fromFile.recording.storageDirectory)
+        guard let saved = store.load() else { return fromFile }
+        let merged = store.applied(to: fromFile)
+        if merged.tuning != fromFile.tuning {
+            logger.notice("using the settings server \(saved.server) sent (\(merged.tuning.videoFormat.rawValue), \(merged.tuning.chunkDurationMs) ms chunks, \(merged.tuning.bufferMaxMB) MB buffer) over \(config); delete \(store.url.path) to go back to the file's")
+        }
+        return merged
+    }
+
     func run() throws {
         common.bootstrapLogging()
         let logger = Logger(label: "allspark.run")
         let configuration: RecorderConfig
         do {
-            configuration = try ConfigLoader.load(file: config, overrides: common.overrides)
+            configuration = try loadWithServerSettings(logger: logger)
         } catch {
             fail("\(error)")
         }
@@ -55,8 +68,12 @@ struct Run: ParsableCommand {
 
         let shutdown = { (reason: String) in
             logger.notice("\(reason): finishing the current chunk")
-            link?.stop()
-            recorder.stop { loop.quit() }
+            // The link stays up until the last chunk is finished, so that it is announced too.
+            recorder.stop {
+                link?.recordingEnded()
+                link?.stop()
+                loop.quit()
+            }
         }
         // Keep the signal sources alive for the life of the loop.
         let sources = [
@@ -65,7 +82,7 @@ struct Run: ParsableCommand {
             MainLoop.onSignal(SIGHUP) {
                 logger.notice("SIGHUP: re-reading \(config)")
                 do {
-                    recorder.reload(try ConfigLoader.load(file: config, overrides: common.overrides))
+                    recorder.reload(try loadWithServerSettings(logger: logger))
                 } catch {
                     logger.error("reload refused, keeping the running settings: \(error)")
                 }
@@ -83,22 +100,36 @@ struct Run: ParsableCommand {
     }
 }
 
-/// The AllSpark server connection, when a host is configured.
+/// The AllSpark server connection: to the configured host, or (host empty,
+/// discovery on) idle until discovery names a server. Nil when there is no
+/// server to talk to. Finished chunks are announced and offered for upload.
 func makeServerLink(_ config: RecorderConfig, recorder: Recorder, logger: Logger) -> ServerLink? {
-    guard !config.server.host.isEmpty else {
-        if config.server.discovery {
-            logger.notice("no server.host set; server discovery (Avahi) is not in this build yet, so the recorder runs without a server")
+    var address: ServerAddress?
+    if config.server.host.isEmpty {
+        guard config.server.discovery else {
+            logger.notice("no server.host and server.discovery = false: recording without a server")
+            return nil
         }
-        return nil
+    } else {
+        do {
+            address = try ServerAddress(parsing: config.server.host)
+        } catch {
+            logger.error("\(config.sourceFile): \(error); running without a server")
+            return nil
+        }
     }
-    do {
-        let address = try ServerAddress(parsing: config.server.host)
-        return ServerLink(address: address, deviceName: config.device.name, verifyTLS: config.server.verifyTLS,
-                          reconnectDelay: config.server.reconnectDelaySeconds, recorder: recorder)
-    } catch {
-        logger.error("\(config.sourceFile): \(error); running without a server")
-        return nil
+    let link = ServerLink(
+        address: address, deviceName: config.device.name, verifyTLS: config.server.verifyTLS,
+        reconnectDelay: config.server.reconnectDelaySeconds, recorder: recorder,
+        announceChunks: config.server.announceChunks,
+        uploadOptions: .init(maxBytes: config.server.maxUploadBytes, attempts: config.server.uploadAttempts),
+        settingsStore: ServerSettingsStore(storageDirectory: config.recording.storageDirectory))
+    // The camera is named after its pipeline description (e.g. "v4l2" for pipelines/v4l2.pipeline).
+    let camera = ((config.recording.pipeline as NSString).lastPathComponent as NSString).deletingPathExtension
+    recorder.onChunkFinished = { [weak link] chunk in
+        link?.chunkFinished(chunk.record, fps: chunk.framesPerSecond, width: chunk.width, height: chunk.height, camera: camera)
     }
+    return link
 }
 
 extension Recorder: RecorderControl {}

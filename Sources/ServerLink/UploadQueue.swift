@@ -1,0 +1,201 @@
+import Foundation
+import GLibSupport
+import Logging
+import RecorderCore
+
+/// Where the queue sends from: the server connection.
+protocol UploadTransport: AnyObject {
+    /// True while connected and able to send.
+    var canSend: Bool { get }
+    /// Sends the metadata and then the file as one binary message; the
+    /// transport reports the outcome with `UploadQueue.finished`.
+    func sendUpload(_ chunk: ChunkRecord, file: URL) throws
+}
+
+/// Chunks the server asked for, sent one file at a time.
+///
+/// - Asked-for chunks are pinned in the catalog, so retention cannot delete
+///   them while they wait, and unpinned after success or final failure.
+/// - A chunk already waiting or being sent is not queued again.
+/// - A range reaching into the chunk being written is remembered as a
+///   *watch*: every chunk that finishes and overlaps it is queued, until a
+///   finished chunk reaches the end of the range (or the watch expires).
+/// - An error reply or a lost connection puts the chunk back at the front
+///   for another attempt (bounded by `server.upload_attempts`); a file
+///   larger than the server accepts fails at once with a clear message and
+///   the queue moves on.
+///
+/// Threading: main-loop thread only, like the link that owns it.
+final class UploadQueue {
+    struct Item {
+        var chunk: ChunkRecord
+        var attempts = 0
+        /// Why it was asked for, for the log ("uploadTimeRange …", "record …").
+        var reason: String
+    }
+    struct Watch {
+        var from: Double
+        var to: Double
+        /// Wall-clock time after which no chunk will come for it any more.
+        var expires: Double
+        var reason: String
+    }
+
+    private let catalog: ChunkCatalog
+    private let maxBytes: Int64
+    private let maxAttempts: Int
+    private let retryDelay: Double
+    private let logger: Logger
+    weak var transport: UploadTransport?
+
+    private(set) var waiting: [Item] = []
+    private(set) var inFlight: (item: Item, started: Date)?
+    private(set) var watches: [Watch] = []
+    private var retryTimer: MainLoop.Source?
+    /// Successful uploads, for tests and the log.
+    private(set) var uploadedCount = 0
+
+    init(catalog: ChunkCatalog, maxBytes: Int64, maxAttempts: Int, retryDelay: Double, logger: Logger) {
+        self.catalog = catalog
+        self.maxBytes = maxBytes
+        self.maxAttempts = maxAttempts
+        self.retryDelay = retryDelay
+        self.logger = logger
+    }
+
+    var isIdle: Bool { waiting.isEmpty && inFlight == nil }
+
+    /// Queues the finished chunks overlapping `[from, to)`; with `recording`,
+    /// chunks still to finish that overlap it follow when they are finished.
+    func request(from: Double, to: Double, recording: Bool, chunkDuration: Double, reason: String) {
+        let finished = catalog.chunks(from: from, to: to)
+        var queued = 0, already = 0, bytes: Int64 = 0
+        for chunk in finished {
+            if enqueue(chunk, reason: reason) { queued += 1; bytes += chunk.size } else { already += 1 }
+        }
+        let newestEnd = catalog.all.map(\.end).max() ?? -.infinity
+        let waitsForMore = recording && to > newestEnd
+        if waitsForMore {
+            // The chunk being written (and, for a range in the future, the ones after it) will overlap.
+            let expires = max(to, Date().timeIntervalSince1970) + 2 * chunkDuration + 30
+            watches.append(Watch(from: from, to: to, expires: expires, reason: reason))
+        }
+        let summary = "\(reason): \(queued) chunk(s) queued (\(String(format: "%.1f", Double(bytes) / 1_048_576)) MiB)"
+            + (already > 0 ? ", \(already) already queued" : "")
+            + (waitsForMore ? "; chunks still being recorded in the range follow when they are finished" : "")
+            + (finished.isEmpty && !waitsForMore ? "; no recorded video overlaps this range" : "")
+        logger.notice("\(summary)")
+        pump()
+    }
+
+    /// A chunk was finished and catalogued: queue it if a watch covers it.
+    func chunkFinished(_ chunk: ChunkRecord) {
+        let now = Date().timeIntervalSince1970
+        for watch in watches where chunk.overlaps(from: watch.from, to: watch.to) {
+            if enqueue(chunk, reason: watch.reason) {
+                logger.info("\(watch.reason): \(chunk.file) finished and queued")
+            }
+        }
+        watches.removeAll { watch in
+            if chunk.end >= watch.to { return true }
+            if now > watch.expires {
+                logger.warning("\(watch.reason): stopped waiting for chunks up to \(watch.to); none came in time")
+                return true
+            }
+            return false
+        }
+        pump()
+    }
+
+    /// The recorder stopped: no more chunks will finish for the watches.
+    func recordingEnded() { watches.removeAll() }
+
+    /// Returns false if the chunk was already waiting or being sent.
+    private func enqueue(_ chunk: ChunkRecord, reason: String) -> Bool {
+        if inFlight?.item.chunk.file == chunk.file || waiting.contains(where: { $0.chunk.file == chunk.file }) {
+            return false
+        }
+        catalog.pin(chunk.file)
+        waiting.append(Item(chunk: chunk, reason: reason))
+        return true
+    }
+
+    /// Sends the next chunk when connected and nothing is in flight.
+    func pump() {
+        guard inFlight == nil, retryTimer == nil, let transport, transport.canSend else { return }
+        while !waiting.isEmpty {
+            var item = waiting.removeFirst()
+            let url = catalog.url(of: item.chunk)
+            let size = (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? NSNumber)?.int64Value
+            guard let size else {
+                logger.error("upload of \(item.chunk.file) failed: the file is gone from \(catalog.directory.path)")
+                giveUp(item)
+                continue
+            }
+            guard size <= maxBytes else {
+                logger.error("upload of \(item.chunk.file) failed: \(size / 1_048_576) MiB is more than the server accepts in one message (server.max_upload_mb = \(maxBytes / 1_048_576)); shorten recording.chunk_duration_ms or lower the bitrate")
+                giveUp(item)
+                continue
+            }
+            item.chunk.size = size
+            item.attempts += 1
+            do {
+                inFlight = (item, Date())
+                logger.info("uploading \(item.chunk.file) (\(size) bytes, attempt \(item.attempts) of \(maxAttempts))")
+                try transport.sendUpload(item.chunk, file: url)
+            } catch {
+                inFlight = nil
+                logger.error("upload of \(item.chunk.file) could not be sent: \(error)")
+                retryOrGiveUp(item, why: "\(error)")
+            }
+            return
+        }
+    }
+
+    /// The server's reply to the upload in flight.
+    func finished(_ file: String, success: Bool, message: String?) {
+        guard let (item, started) = inFlight, item.chunk.file == file else {
+            logger.warning("a reply for the upload of \(file) came when it was no longer being sent; ignored")
+            return
+        }
+        inFlight = nil
+        if success {
+            let seconds = max(Date().timeIntervalSince(started), 0.001)
+            logger.notice("uploaded \(file) (\(item.chunk.size) bytes in \(String(format: "%.2f", seconds)) s, \(String(format: "%.1f", Double(item.chunk.size) / 1_048_576 / seconds)) MiB/s) for \(item.reason)")
+            uploadedCount += 1
+            catalog.unpin(file)
+            pump()
+        } else {
+            logger.warning("the server refused the upload of \(file): \(message ?? "no reason given")")
+            retryOrGiveUp(item, why: message ?? "refused")
+        }
+    }
+
+    /// The connection was lost: what was in flight is sent again after reconnecting.
+    func connectionLost() {
+        guard let (item, _) = inFlight else { return }
+        inFlight = nil
+        logger.warning("the connection was lost while uploading \(item.chunk.file); it is sent again after reconnecting")
+        retryOrGiveUp(item, why: "connection lost", delay: 0)
+    }
+
+    private func retryOrGiveUp(_ item: Item, why: String, delay: Double? = nil) {
+        guard item.attempts < maxAttempts else {
+            logger.error("upload of \(item.chunk.file) given up after \(item.attempts) attempts (last: \(why))")
+            giveUp(item)
+            pump()
+            return
+        }
+        waiting.insert(item, at: 0)
+        let wait = delay ?? retryDelay
+        guard wait > 0 else { pump(); return }
+        retryTimer = MainLoop.after(wait) { [weak self] in
+            self?.retryTimer = nil
+            self?.pump()
+        }
+    }
+
+    private func giveUp(_ item: Item) {
+        catalog.unpin(item.chunk.file)
+    }
+}
