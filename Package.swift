@@ -95,7 +95,7 @@ let package = Package(
         ),
         .target(
             name: "RecorderTestSupport",
-            dependencies: ["Recorder", "RecorderCore", "GStreamerSupport", "GLibSupport", "FaceBlur"],
+            dependencies: ["Recorder", "RecorderCore", "GStreamerSupport", "GLibSupport", "SoupSupport", "FaceBlur"],
             path: "Tests/RecorderTestSupport"
         ),
         .testTarget(

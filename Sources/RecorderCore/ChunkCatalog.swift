@@ -2,7 +2,7 @@ import Foundation
 import Logging
 
 /// One finished chunk on disk.
-public struct ChunkRecord: Codable, Equatable, Sendable {
+public struct ChunkRecord: Codable, Hashable, Sendable {
     /// File name inside the storage folder, e.g. `chunk_1700000000000.mp4`.
     public var file: String
     /// Wall-clock capture time of the first frame, epoch seconds.

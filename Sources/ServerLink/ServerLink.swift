@@ -75,6 +75,8 @@ public final class ServerLink {
     }
     /// Every state change, after it is logged.
     public var onStateChange: ((State) -> Void)?
+    /// Every URL a connection is attempted to (status displays, and tests that check there is no downgrade).
+    public var onConnectAttempt: ((String) -> Void)?
 
     public init(address: ServerAddress?, deviceName: String, verifyTLS: Bool, reconnectDelay: Double,
                 recorder: RecorderControl?, announceChunks: Bool = true, uploadOptions: UploadOptions = UploadOptions(),
@@ -118,6 +120,7 @@ public final class ServerLink {
         attempt += 1
         dropSocket(code: 1001, reason: "switching server")
         address = newAddress
+        uploads?.serverChanged()
         set(.disconnected)
         if !stopped, let newAddress { connect(newAddress, candidates: newAddress.candidates) }
     }
@@ -157,6 +160,7 @@ public final class ServerLink {
         attempt += 1
         let thisAttempt = attempt
         let url = address.url(scheme)
+        onConnectAttempt?(url)
         connector.connect(url: url, acceptAnyCertificate: !verifyTLS) { [weak self] result in
             guard let self, !self.stopped, thisAttempt == self.attempt else { return }
             switch result {

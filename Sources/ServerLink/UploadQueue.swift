@@ -16,7 +16,10 @@ protocol UploadTransport: AnyObject {
 ///
 /// - Asked-for chunks are pinned in the catalog, so retention cannot delete
 ///   them while they wait, and unpinned after success or final failure.
-/// - A chunk already waiting or being sent is not queued again.
+/// - A chunk already waiting or being sent is not queued again, nor one
+///   this server received in the last `redeliveryAfter` seconds (ranges
+///   asked for one after another overlap: "the last 5 minutes", then "the
+///   last 10"); after that it is sent again, in case the server lost it.
 /// - A range reaching into the chunk being written is remembered as a
 ///   *watch*: every chunk that finishes and overlaps it is queued, until a
 ///   finished chunk reaches the end of the range (or the watch expires).
@@ -52,8 +55,9 @@ final class UploadQueue {
     private(set) var inFlight: (item: Item, started: Date)?
     private(set) var watches: [Watch] = []
     private var retryTimer: MainLoop.Source?
-    /// Successful uploads, for tests and the log.
-    private(set) var uploadedCount = 0
+    /// Chunks the current server received, and when.
+    private var delivered: [String: Date] = [:]
+    private let redeliveryAfter: TimeInterval = 600
 
     init(catalog: ChunkCatalog, maxBytes: Int64, maxAttempts: Int, retryDelay: Double, logger: Logger) {
         self.catalog = catalog
@@ -73,6 +77,7 @@ final class UploadQueue {
         for chunk in finished {
             if enqueue(chunk, reason: reason) { queued += 1; bytes += chunk.size } else { already += 1 }
         }
+        let deliveredText = already > 0 ? ", \(already) already queued or recently received by this server" : ""
         let newestEnd = catalog.all.map(\.end).max() ?? -.infinity
         let waitsForMore = recording && to > newestEnd
         if waitsForMore {
@@ -81,7 +86,7 @@ final class UploadQueue {
             watches.append(Watch(from: from, to: to, expires: expires, reason: reason))
         }
         let summary = "\(reason): \(queued) chunk(s) queued (\(String(format: "%.1f", Double(bytes) / 1_048_576)) MiB)"
-            + (already > 0 ? ", \(already) already queued" : "")
+            + deliveredText
             + (waitsForMore ? "; chunks still being recorded in the range follow when they are finished" : "")
             + (finished.isEmpty && !waitsForMore ? "; no recorded video overlaps this range" : "")
         logger.notice("\(summary)")
@@ -110,9 +115,12 @@ final class UploadQueue {
     /// The recorder stopped: no more chunks will finish for the watches.
     func recordingEnded() { watches.removeAll() }
 
-    /// Returns false if the chunk was already waiting or being sent.
+    /// Returns false if the chunk was already waiting, being sent, or recently received.
     private func enqueue(_ chunk: ChunkRecord, reason: String) -> Bool {
         if inFlight?.item.chunk.file == chunk.file || waiting.contains(where: { $0.chunk.file == chunk.file }) {
+            return false
+        }
+        if let when = delivered[chunk.file], Date().timeIntervalSince(when) < redeliveryAfter {
             return false
         }
         catalog.pin(chunk.file)
@@ -162,7 +170,7 @@ final class UploadQueue {
         if success {
             let seconds = max(Date().timeIntervalSince(started), 0.001)
             logger.notice("uploaded \(file) (\(item.chunk.size) bytes in \(String(format: "%.2f", seconds)) s, \(String(format: "%.1f", Double(item.chunk.size) / 1_048_576 / seconds)) MiB/s) for \(item.reason)")
-            uploadedCount += 1
+            delivered[file] = Date()
             catalog.unpin(file)
             pump()
         } else {
@@ -170,6 +178,9 @@ final class UploadQueue {
             retryOrGiveUp(item, why: message ?? "refused")
         }
     }
+
+    /// Another server: what the previous one received says nothing about this one.
+    func serverChanged() { delivered.removeAll() }
 
     /// The connection was lost: what was in flight is sent again after reconnecting.
     func connectionLost() {

@@ -21,7 +21,8 @@ public struct WebSocketError: Error, CustomStringConvertible {
     }
 }
 
-private func take(_ error: UnsafeMutablePointer<GError>?) -> WebSocketError {
+/// Converts (and frees) a GError, noting the TLS failures the link decides on.
+func takeError(_ error: UnsafeMutablePointer<GError>?) -> WebSocketError {
     guard let error else { return WebSocketError(description: "unknown error") }
     defer { g_error_free(error) }
     let message = String(cString: error.pointee.message)
@@ -80,11 +81,13 @@ public final class WebSocket {
         soup_websocket_connection_send_text(connection, text)
     }
 
-    /// Sends a whole file as one binary message without copying it onto
-    /// the heap: the file is memory-mapped and handed to libsoup as GBytes.
+    /// Sends a whole file as one binary message. The file is memory-mapped
+    /// and handed to libsoup, which copies it once into the masked frame it
+    /// queues (libsoup 3 has no streaming send); the mapping is released as
+    /// soon as that copy is made, and the frame when it has been written.
     public func send(fileAt path: String) throws {
         var error: UnsafeMutablePointer<GError>?
-        guard let mapped = g_mapped_file_new(path, 0, &error) else { throw take(error) }
+        guard let mapped = g_mapped_file_new(path, 0, &error) else { throw takeError(error) }
         defer { g_mapped_file_unref(mapped) }
         let bytes = g_mapped_file_get_bytes(mapped)
         defer { g_bytes_unref(bytes) }
@@ -97,6 +100,13 @@ public final class WebSocket {
             soup_websocket_connection_send_message(connection, SOUP_WEBSOCKET_DATA_BINARY, bytes)
             g_bytes_unref(bytes)
         }
+    }
+
+    /// Drops the connection at once, without a close handshake: what the
+    /// peer sees when this side crashes (tests use it to kill a server).
+    public func abort() {
+        guard let stream = soup_websocket_connection_get_io_stream(connection) else { return }
+        g_io_stream_close(stream, nil, nil)
     }
 
     public func close(code: Int = 1000, reason: String? = nil) {
@@ -122,6 +132,9 @@ public final class WebSocketConnector {
     public init(timeoutSeconds: UInt32 = 10) {
         session = soup_session_new()!
         soup_session_set_timeout(session, timeoutSeconds)
+        // No permessage-deflate: the payload is already-compressed video, and
+        // deflating hundreds of megabytes would only burn the CPU the encoder needs.
+        soup_session_remove_feature_by_type(session, soup_websocket_extension_manager_get_type())
     }
 
     deinit { g_object_unref(UnsafeMutableRawPointer(session)) }
@@ -140,11 +153,7 @@ public final class WebSocketConnector {
             completion(.failure(WebSocketError(description: "\(url) is not a valid URL")))
             return
         }
-        if acceptAnyCertificate {
-            let accept: @convention(c) (OpaquePointer?, OpaquePointer?, GTlsCertificateFlags, gpointer?) -> gboolean = { _, _, _, _ in 1 }
-            g_signal_connect_data(UnsafeMutableRawPointer(message), "accept-certificate", unsafeBitCast(accept, to: GCallback.self),
-                                  nil, nil, GConnectFlags(rawValue: 0))
-        }
+        if acceptAnyCertificate { acceptAnyCertificateFor(message) }
         let pending = CallbackBox(Pending(acceptAnyCertificate: acceptAnyCertificate, completion: completion, message: message))
         soup_session_websocket_connect_async(session, message, nil, nil, G_PRIORITY_DEFAULT, nil, { source, result, data in
             guard let data else { return }
@@ -159,8 +168,15 @@ public final class WebSocketConnector {
                 g_object_unref(UnsafeMutableRawPointer(connection))
                 pending.completion(.success(socket))
             } else {
-                pending.completion(.failure(take(error)))
+                pending.completion(.failure(takeError(error)))
             }
         }, pending.retainedPointer)
     }
+}
+
+/// Accepts whatever certificate the peer of `message` presents (verify_tls = false).
+func acceptAnyCertificateFor(_ message: OpaquePointer) {
+    let accept: @convention(c) (OpaquePointer?, OpaquePointer?, GTlsCertificateFlags, gpointer?) -> gboolean = { _, _, _, _ in 1 }
+    g_signal_connect_data(UnsafeMutableRawPointer(message), "accept-certificate", unsafeBitCast(accept, to: GCallback.self),
+                          nil, nil, GConnectFlags(rawValue: 0))
 }

@@ -13,8 +13,9 @@ public final class WebSocketServer {
     /// Each new WebSocket connection, on the main loop.
     public var onConnection: ((WebSocket) -> Void)?
 
-    /// Listens on 127.0.0.1 on a free port; with a certificate and key (PEM files), over TLS.
-    public init(certificatePath: String? = nil, keyPath: String? = nil) throws {
+    /// Listens on 127.0.0.1, on `port` or (0) a free one; with a certificate
+    /// and key (PEM files), over TLS.
+    public init(port requestedPort: Int = 0, certificatePath: String? = nil, keyPath: String? = nil) throws {
         server = UnsafeMutableRawPointer(g_object_new_with_properties(soup_server_get_type(), 0, nil, nil)!).assumingMemoryBound(to: SoupServer.self)
         usesTLS = certificatePath != nil
         if let certificatePath, let keyPath {
@@ -30,18 +31,23 @@ public final class WebSocketServer {
         soup_server_add_websocket_handler(server, "/", nil, nil, { _, _, _, connection, data in
             guard let connection, let data else { return }
             let owner = Unmanaged<WebSocketServer>.fromOpaque(data).takeUnretainedValue()
-            owner.onConnection?(WebSocket(retaining: connection))
+            let socket = WebSocket(retaining: connection)
+            socket.setMaximumIncomingPayload(owner.maximumIncomingPayload)
+            owner.onConnection?(socket)
         }, Unmanaged.passUnretained(self).toOpaque(), nil)
         var error: UnsafeMutablePointer<GError>?
         let options = usesTLS ? SOUP_SERVER_LISTEN_HTTPS : SoupServerListenOptions(rawValue: 0)
-        guard soup_server_listen_local(server, 0, SoupServerListenOptions(rawValue: options.rawValue | SOUP_SERVER_LISTEN_IPV4_ONLY.rawValue), &error) != 0 else {
-            throw take(error)
+        guard soup_server_listen_local(server, guint(requestedPort), SoupServerListenOptions(rawValue: options.rawValue | SOUP_SERVER_LISTEN_IPV4_ONLY.rawValue), &error) != 0 else {
+            throw takeError(error)
         }
         if let uris = soup_server_get_uris(server) {
             if let first = uris.pointee.data { port = Int(g_uri_get_port(OpaquePointer(first))) }
             g_slist_free_full(uris, { g_uri_unref(OpaquePointer($0)) })
         }
     }
+
+    /// Largest message a WebSocket handled here accepts from its peer.
+    public var maximumIncomingPayload: UInt64 = 128 * 1024
 
     /// Answers GET `path` with the JSON `body()` returns.
     public func handleJSON(path: String, _ body: @escaping () -> String) {
@@ -59,10 +65,4 @@ public final class WebSocketServer {
         soup_server_disconnect(server)
         g_object_unref(UnsafeMutableRawPointer(server))
     }
-}
-
-private func take(_ error: UnsafeMutablePointer<GError>?) -> WebSocketError {
-    guard let error else { return WebSocketError(description: "unknown error") }
-    defer { g_error_free(error) }
-    return WebSocketError(description: String(cString: error.pointee.message))
 }

@@ -112,3 +112,71 @@ final class MessageTests: XCTestCase {
         XCTAssertEqual(json["format"] as? String, "mov")
     }
 }
+
+final class JSONNumberTests: XCTestCase {
+    /// On Linux `0 is Bool` and `1 is Bool` hold for JSON numbers: they must still count as numbers.
+    func testZeroAndOneAreNumbersAndBooleansAreNot() {
+        guard case .uploadTimeRange(let start, let end, _)? = try? ServerMessage.parse(#"{"command":"uploadTimeRange","startTime":0,"endTime":1}"#).get() else {
+            return XCTFail("0 and 1 are valid times")
+        }
+        XCTAssertEqual(start, 0)
+        XCTAssertEqual(end, 1)
+        guard case .clientConfig(let update)? = try? ServerMessage.parse(#"{"type":"clientConfig","config":{"videoBufferMaxMB":1}}"#).get() else {
+            return XCTFail("not a clientConfig")
+        }
+        XCTAssertEqual(update.bufferMaxMB, 1)
+        XCTAssertThrowsError(try ServerMessage.parse(#"{"command":"uploadTimeRange","startTime":false,"endTime":true}"#).get())
+    }
+}
+
+final class ReplyLedgerTests: XCTestCase {
+    func testRepliesAreAttributedInOrderWhateverTheyAnswer() {
+        var ledger = ReplyLedger<String>()
+        ledger.sent(.chunkSaved)
+        ledger.sent(.upload("a.mp4"))
+        ledger.sent(.chunkSaved)
+        // An old server: chunkSaved earns an error that must not fail the upload.
+        XCTAssertEqual(ledger.received(success: false, message: "Unknown message type"), .chunkSaved(success: false))
+        XCTAssertEqual(ledger.received(success: true, message: "Video uploaded successfully"),
+                       .upload("a.mp4", success: true, message: "Video uploaded successfully"))
+        XCTAssertEqual(ledger.received(success: true, message: "Chunk saved info received"), .chunkSaved(success: true))
+        XCTAssertEqual(ledger.received(success: true, message: nil), .unexpected(success: true, message: nil))
+        XCTAssertFalse(ledger.isWaitingForUpload)
+    }
+
+    func testARefusedMetadataOwesASecondErrorWhichIsNotPassedOn() {
+        var ledger = ReplyLedger<String>()
+        ledger.sent(.upload("a.mp4"))
+        ledger.sent(.chunkSaved)
+        ledger.sent(.upload("b.mp4"))
+        XCTAssertEqual(ledger.received(success: false, message: "Failed to write file"),
+                       .upload("a.mp4", success: false, message: "Failed to write file"))
+        XCTAssertEqual(ledger.received(success: false, message: "Metadata not received yet"), .tailOfFailedUpload("a.mp4"))
+        XCTAssertEqual(ledger.received(success: false, message: "Unknown message type"), .chunkSaved(success: false))
+        XCTAssertEqual(ledger.received(success: true, message: "Video uploaded successfully"),
+                       .upload("b.mp4", success: true, message: "Video uploaded successfully"))
+    }
+
+    func testAFailedBinaryOwesNothingMore() {
+        var ledger = ReplyLedger<String>()
+        ledger.sent(.upload("a.mp4"))
+        ledger.sent(.chunkSaved)
+        XCTAssertEqual(ledger.received(success: false, message: "Failed to write video data"),
+                       .upload("a.mp4", success: false, message: "Failed to write video data"))
+        XCTAssertEqual(ledger.received(success: false, message: "Unknown message type"), .chunkSaved(success: false))
+    }
+}
+
+final class ServerSettingsStoreTests: XCTestCase {
+    func testSavedValuesAreLaidOverTheConfigAndDamageIsIgnored() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("settings-\(UUID().uuidString.prefix(8))")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let store = ServerSettingsStore(storageDirectory: folder.path)
+        XCTAssertNil(store.load())
+        let tuning = RecordingTuning(videoFormat: .mov, chunkDurationMs: 10_000, bufferMaxMB: 42)
+        try store.save(tuning, server: "ws://127.0.0.1:1", at: 5)
+        XCTAssertEqual(store.load(), .init(tuning: tuning, server: "ws://127.0.0.1:1", savedAt: 5))
+        try Data("{ half a fi".utf8).write(to: store.url)
+        XCTAssertNil(store.load(), "a damaged file is ignored, not fatal")
+    }
+}

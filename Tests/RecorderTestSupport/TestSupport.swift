@@ -121,3 +121,32 @@ public var recorderExecutable: String {
     }
     return repositoryRoot.appendingPathComponent(".build/debug/allspark-recorder").path
 }
+
+/// Runs the main loop until `condition` holds or `seconds` pass; returns the condition.
+@discardableResult
+public func waitOnMainLoop(_ seconds: Double, until condition: @escaping () -> Bool) -> Bool {
+    let loop = MainLoop()
+    let poll = MainLoop.every(0.05) { if condition() { loop.quit(); return false }; return true }
+    loop.run(forAtMost: seconds)
+    poll.cancel()
+    return condition()
+}
+
+/// Runs a command while the main loop keeps serving in-process servers; returns its status and output.
+public func runWhileServing(_ executable: String, _ arguments: [String], timeout: Double = 60) throws -> (status: Int32, output: String) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    let scratch = TemporaryDirectory()
+    let output = scratch.file("output.txt")
+    _ = FileManager.default.createFile(atPath: output.path, contents: nil)
+    let handle = try FileHandle(forWritingTo: output)
+    process.standardOutput = handle
+    process.standardError = handle
+    try process.run()
+    waitOnMainLoop(timeout) { !process.isRunning }
+    if process.isRunning { process.terminate() }
+    process.waitUntilExit()
+    try handle.close()
+    return (process.terminationStatus, (try? String(contentsOf: output, encoding: .utf8)) ?? "")
+}

@@ -1,5 +1,5 @@
-import GLibSupport
 import XCTest
+import GLibSupport
 import RecorderCore
 import RecorderTestSupport
 import SoupSupport
@@ -8,72 +8,234 @@ import SoupSupport
 
 extension Recorder: RecorderControl {}
 
-/// A real libsoup WebSocket server on loopback speaking like an AllSpark
-/// server, and the real recorder behind the link.
+/// The link against a real libsoup AllSpark server on loopback
+/// (`AllSparkTestServer`, honest to shared/DESIGN.md), with the real
+/// recorder behind it writing real chunks.
 final class ServerLinkTests: XCTestCase {
-    /// What the test server saw.
-    final class Server {
-        let server: WebSocketServer
-        var connections: [WebSocket] = []
-        var received: [String] = []
-        init() throws {
-            server = try WebSocketServer()
-            server.handleJSON(path: "/api/health") { #"{"status":"ok","timestamp":0,"uptime":1}"# }
-            server.onConnection = { [unowned self] socket in
-                socket.setMaximumIncomingPayload(300 * 1024 * 1024)
-                socket.onEvents(message: { message in
-                    if case .text(let text) = message { self.received.append(text) }
-                }, closed: { _, _ in })
-                self.connections.append(socket)
-            }
-        }
-        var address: String { "127.0.0.1:\(server.port)" }
-    }
-
     func makeRecorder(_ storage: TemporaryDirectory) throws -> Recorder {
         try Recorder(config: testConfig(storage: storage.path), makeProcessor: { _ in PassThroughProcessor() })
     }
 
-    func waitUntil(_ seconds: Double, _ condition: @escaping () -> Bool) -> Bool {
-        let loop = MainLoop()
-        let poll = MainLoop.every(0.05) { if condition() { loop.quit(); return false }; return true }
-        loop.run(forAtMost: seconds)
-        poll.cancel()
-        return condition()
+    func makeLink(_ address: String, recorder: Recorder?, verifyTLS: Bool = true, announce: Bool = true,
+                  upload: ServerLink.UploadOptions = .init(attempts: 3, retryDelay: 0.2),
+                  store: ServerSettingsStore? = nil) throws -> ServerLink {
+        let link = ServerLink(address: try ServerAddress(parsing: address), deviceName: "Door (x86)",
+                              verifyTLS: verifyTLS, reconnectDelay: 0.3, recorder: recorder,
+                              announceChunks: announce, uploadOptions: upload, settingsStore: store)
+        recorder?.onChunkFinished = { [weak link] chunk in
+            link?.chunkFinished(chunk.record, fps: chunk.framesPerSecond, width: chunk.width, height: chunk.height, camera: "test")
+        }
+        return link
     }
 
-    func testIntroducesItselfAndAppliesClientConfigToTheRunningRecorder() throws {
-        let server = try Server()
+    /// Asserts the server holds exactly `chunks`, each byte-identical to the recorder's file.
+    func assertUploaded(_ chunks: [ChunkRecord], to server: AllSparkTestServer, from recorder: Recorder,
+                        file: StaticString = #filePath, line: UInt = #line) {
+        XCTAssertEqual(server.uploads.map(\.filename).sorted(), chunks.map(\.file).sorted(), "exactly these chunks, each once", file: file, line: line)
+        for chunk in chunks {
+            let local = try? Data(contentsOf: recorder.catalog.url(of: chunk))
+            XCTAssertNotNil(local, file: file, line: line)
+            XCTAssertEqual(server.uploadedData(chunk.file), local, "\(chunk.file) arrived byte for byte", file: file, line: line)
+            let metadata = server.uploads.first { $0.filename == chunk.file }
+            XCTAssertEqual(metadata?.declaredSize, local?.count, file: file, line: line)
+            XCTAssertEqual(metadata?.mimetype, chunk.format.mimeType, file: file, line: line)
+        }
+    }
+
+    func testIntroducesItselfAppliesAndKeepsClientConfig() throws {
+        let server = try AllSparkTestServer()
+        server.clientConfig = #"{"type":"clientConfig","config":{"videoFormat":"mov","videoChunkDurationMs":3000,"videoBufferMaxMB":150,"communicationsPolicy":{"wifi":true}}}"#
         let storage = TemporaryDirectory()
         let recorder = try makeRecorder(storage)
         try recorder.start()
-        let link = ServerLink(address: try ServerAddress(parsing: "ws://\(server.address)"), deviceName: "Door (x86)",
-                              verifyTLS: true, reconnectDelay: 0.3, recorder: recorder)
+        let store = ServerSettingsStore(storageDirectory: storage.path)
+        let link = try makeLink("ws://\(server.address)", recorder: recorder, store: store)
         link.start()
-        XCTAssertTrue(waitUntil(5) { link.state == .connected(.ws) && !server.received.isEmpty })
-        XCTAssertEqual(server.received.first, #"{"clientName":"Door (x86)","type":"clientInfo"}"#)
-
-        server.connections.last?.send(text: #"{"type":"clientConfig","config":{"videoFormat":"mov","videoChunkDurationMs":3000,"videoBufferMaxMB":150,"communicationsPolicy":"any"}}"#)
-        XCTAssertTrue(waitUntil(5) { recorder.currentTuning.videoFormat == .mov })
-        XCTAssertEqual(recorder.currentTuning, RecordingTuning(videoFormat: .mov, chunkDurationMs: 3000, bufferMaxMB: 150))
+        XCTAssertTrue(waitOnMainLoop(5) { link.state == .connected(.ws) && !server.clientNames.isEmpty })
+        XCTAssertEqual(server.clientNames, ["Door (x86)"])
+        XCTAssertTrue(waitOnMainLoop(5) { recorder.currentTuning.videoFormat == .mov })
+        let expected = RecordingTuning(videoFormat: .mov, chunkDurationMs: 3000, bufferMaxMB: 150)
+        XCTAssertEqual(recorder.currentTuning, expected)
+        XCTAssertEqual(store.load()?.tuning, expected, "kept in the storage folder for a restart without the server")
         runMainLoop(seconds: 4)
-        link.stop()
         XCTAssertTrue(stopAndWait(recorder))
+        link.stop()
         XCTAssertTrue(recorder.catalog.all.contains { $0.format == .mov }, "the next chunks use the server's container")
+
+        // A restart without the server records with the server's values; the config file is untouched.
+        let reloaded = store.applied(to: try testConfig(storage: storage.path))
+        XCTAssertEqual(reloaded.tuning, expected)
+        XCTAssertEqual(try testConfig(storage: storage.path).recording.videoFormat, .mp4)
+    }
+
+    func testUploadTimeRangeSendsExactlyTheOverlappingChunksByteForByte() throws {
+        let server = try AllSparkTestServer()
+        let storage = TemporaryDirectory()
+        let recorder = try makeRecorder(storage)
+        try recorder.start()
+        let link = try makeLink("ws://\(server.address)", recorder: recorder)
+        link.start()
+        XCTAssertTrue(waitOnMainLoop(12) { recorder.catalog.all.count >= 3 && link.state == .connected(.ws) })
+        let finished = recorder.catalog.all.sorted { $0.start < $1.start }
+        // From inside the second chunk to inside the third: exactly those two.
+        let from = finished[1].start + 0.1, to = finished[2].end - 0.1
+        server.connections.last?.send(text: #"{"command":"uploadTimeRange","startTime":\#(from),"endTime":\#(to),"message":"last clip"}"#)
+        XCTAssertTrue(waitOnMainLoop(10) { server.uploads.count == 2 && link.pendingUploads == 0 })
+        runMainLoop(seconds: 1)   // nothing more may follow
+        assertUploaded([finished[1], finished[2]], to: server, from: recorder)
+        XCTAssertFalse(recorder.catalog.all.contains { recorder.catalog.isPinned($0.file) }, "unpinned after upload")
+
+        // A range reaching into the chunk being written: that chunk follows as soon as it is finished.
+        // The range also covers chunks just received: they are not sent again.
+        let newest = recorder.catalog.all.map(\.end).max()!
+        let now = Date().timeIntervalSince1970
+        server.connections.last?.send(text: #"{"command":"uploadTimeRange","startTime":\#(from),"endTime":\#(now)}"#)
+        XCTAssertTrue(waitOnMainLoop(10) { recorder.catalog.all.contains { $0.start >= newest } && link.pendingUploads == 0 })
+        XCTAssertTrue(stopAndWait(recorder))
+        runMainLoop(seconds: 0.5)
+        link.stop()
+        let expected = Set(recorder.catalog.chunks(from: from, to: now))
+        XCTAssertTrue(expected.contains { $0.start >= newest }, "includes a chunk that was still being written")
+        assertUploaded(Array(expected), to: server, from: recorder)
+    }
+
+    func testRepliesToChunkSavedAreNotTakenForUploadAcks() throws {
+        // Old servers answer every chunkSaved with an error; an upload must not take it for its own reply.
+        let server = try AllSparkTestServer(generation: .old)
+        let storage = TemporaryDirectory()
+        let recorder = try makeRecorder(storage)
+        try recorder.start()
+        let link = try makeLink("ws://\(server.address)", recorder: recorder, upload: .init(attempts: 1))
+        link.start()
+        XCTAssertTrue(waitOnMainLoop(10) { recorder.catalog.all.count >= 2 && link.state == .connected(.ws) })
+        // Ask for everything, now and as it is recorded, while chunkSaved messages keep coming.
+        let now = Date().timeIntervalSince1970
+        server.connections.last?.send(text: #"{"command":"uploadTimeRange","startTime":0,"endTime":\#(now + 5)}"#)
+        runMainLoop(seconds: 6)
+        XCTAssertTrue(stopAndWait(recorder))
+        XCTAssertTrue(waitOnMainLoop(5) { link.pendingUploads == 0 })
+        link.stop()
+        let announced = server.texts.filter { $0.contains(#""type":"chunkSaved""#) }
+        XCTAssertGreaterThanOrEqual(announced.count, 3, "chunkSaved after each finished chunk")
+        let chunkSaved = try JSONSerialization.jsonObject(with: Data(announced[0].utf8)) as! [String: Any]
+        XCTAssertEqual(chunkSaved["camera"] as? String, "test")
+        XCTAssertEqual(chunkSaved["format"] as? String, "mp4")
+        XCTAssertEqual((chunkSaved["dimensions"] as? [String: Int])?["width"], 320)
+        XCTAssertEqual(chunkSaved["fps"] as? Double, 30)
+        // With one attempt allowed, any misattributed error would have lost a chunk.
+        assertUploaded(recorder.catalog.chunks(from: 0, to: now + 5), to: server, from: recorder)
+        XCTAssertEqual(server.binaryMessages, server.uploads.count, "no file was sent twice")
+    }
+
+    func testRecordCommandWithAutoUploadSendsTheChunksOfTheComingSeconds() throws {
+        let server = try AllSparkTestServer()
+        let storage = TemporaryDirectory()
+        let recorder = try makeRecorder(storage)
+        try recorder.start()
+        let link = try makeLink("ws://\(server.address)", recorder: recorder)
+        link.start()
+        XCTAssertTrue(waitOnMainLoop(8) { recorder.catalog.all.count >= 1 && link.state == .connected(.ws) })
+        let now = Date().timeIntervalSince1970
+        server.connections.last?.send(text: #"{"command":"record","message":"doorbell","duration":3,"autoUpload":true}"#)
+        runMainLoop(seconds: 6.5)
+        XCTAssertTrue(stopAndWait(recorder))
+        XCTAssertTrue(waitOnMainLoop(5) { link.pendingUploads == 0 })
+        link.stop()
+        let covering = recorder.catalog.chunks(from: now, to: now + 3)
+        XCTAssertGreaterThanOrEqual(covering.count, 2)
+        assertUploaded(covering, to: server, from: recorder)
+
+        // Without autoUpload nothing is sent.
+        XCTAssertFalse(recorder.catalog.all.filter { $0.start > now + 3.5 }.isEmpty)
+    }
+
+    func testNewServerAutoUploadOfAnnouncedChunks() throws {
+        let server = try AllSparkTestServer(generation: .new)
+        server.autoUpload = true
+        let storage = TemporaryDirectory()
+        let recorder = try makeRecorder(storage)
+        try recorder.start()
+        let link = try makeLink("ws://\(server.address)", recorder: recorder)
+        link.start()
+        runMainLoop(seconds: 7)
+        XCTAssertTrue(stopAndWait(recorder))
+        XCTAssertTrue(waitOnMainLoop(5) { link.pendingUploads == 0 && server.uploads.count == recorder.catalog.all.count })
+        link.stop()
+        XCTAssertGreaterThanOrEqual(server.uploads.count, 3)
+        assertUploaded(recorder.catalog.all, to: server, from: recorder)
+    }
+
+    func testRefusedAndOversizedChunksFailAloneAndTheQueueGoesOn() throws {
+        let server = try AllSparkTestServer()
+        let storage = TemporaryDirectory()
+        let recorder = try makeRecorder(storage)
+        try recorder.start()
+        XCTAssertTrue(waitOnMainLoop(10) { recorder.catalog.all.count >= 3 })
+        XCTAssertTrue(stopAndWait(recorder))
+        var chunks = recorder.catalog.all.sorted { $0.start < $1.start }
+        // A chunk far larger than the others (and than this link's limit), as a long high-bitrate chunk would be.
+        let big = ChunkRecord(file: "chunk_\(Int64(chunks[0].start * 1000) - 10_000).mp4", start: chunks[0].start - 10,
+                              end: chunks[0].start - 0.001, size: 8_000_000, format: .mp4)
+        _ = FileManager.default.createFile(atPath: recorder.catalog.url(of: big).path, contents: Data(count: 8_000_000))
+        recorder.catalog.add(big)
+        chunks.insert(big, at: 0)
+        server.refuseFilenames = [chunks[1].file]
+
+        let link = try makeLink("ws://\(server.address)", recorder: recorder,
+                                upload: .init(maxBytes: 4_000_000, attempts: 2, retryDelay: 0.2))
+        link.start()
+        XCTAssertTrue(waitOnMainLoop(5) { link.state == .connected(.ws) })
+        server.connections.last?.send(text: #"{"command":"uploadTimeRange","startTime":0,"endTime":\#(Date().timeIntervalSince1970)}"#)
+        XCTAssertTrue(waitOnMainLoop(10) { link.pendingUploads == 0 && server.uploads.count == chunks.count - 2 })
+        runMainLoop(seconds: 0.5)
+        link.stop()
+        assertUploaded(Array(chunks.dropFirst(2)), to: server, from: recorder)
+        let refusedAttempts = server.texts.filter { $0.contains(chunks[1].file) }.count
+        XCTAssertEqual(refusedAttempts, 2, "the refused chunk was tried the allowed number of times")
+        XCTAssertFalse(server.texts.contains { $0.contains(big.file) }, "the oversized chunk was never sent")
+        XCTAssertTrue(chunks.allSatisfy { !recorder.catalog.isPinned($0.file) }, "nothing stays pinned")
+    }
+
+    func testServerKilledMidUploadGetsEveryChunkOnceAfterItRestarts() throws {
+        let server = try AllSparkTestServer()
+        let storage = TemporaryDirectory()
+        let recorder = try makeRecorder(storage)
+        try recorder.start()
+        XCTAssertTrue(waitOnMainLoop(12) { recorder.catalog.all.count >= 3 })
+        XCTAssertTrue(stopAndWait(recorder))
+        let link = try makeLink("ws://\(server.address)", recorder: recorder)
+        link.start()
+        XCTAssertTrue(waitOnMainLoop(5) { link.state == .connected(.ws) })
+        var killed = false
+        server.onUploadMetadata = { filename in
+            // The second upload's metadata arrives, the file is on its way: the server dies.
+            guard !killed, server.uploads.count == 1 else { return }
+            killed = true
+            server.kill()
+            MainLoop.after(1) { try? server.restart() }
+        }
+        server.connections.last?.send(text: #"{"command":"uploadTimeRange","startTime":0,"endTime":\#(Date().timeIntervalSince1970)}"#)
+        let all = recorder.catalog.all
+        XCTAssertTrue(waitOnMainLoop(15) { server.uploads.count == all.count && link.pendingUploads == 0 }, "\(server.uploads.map(\.filename))")
+        link.stop()
+        XCTAssertTrue(killed)
+        assertUploaded(all, to: server, from: recorder)
+        XCTAssertEqual(server.clientNames.count, 2, "reconnected and introduced itself again")
     }
 
     func testHostileMessagesAreIgnoredAndTheLinkStays() throws {
-        let server = try Server()
+        let server = try AllSparkTestServer()
         let storage = TemporaryDirectory()
         let recorder = try makeRecorder(storage)
         let before = recorder.currentTuning
-        let link = ServerLink(address: try ServerAddress(parsing: "ws://\(server.address)"), deviceName: "x",
-                              verifyTLS: true, reconnectDelay: 0.3, recorder: recorder)
+        let link = try makeLink("ws://\(server.address)", recorder: recorder)
         link.start()
-        XCTAssertTrue(waitUntil(5) { link.state == .connected(.ws) })
+        XCTAssertTrue(waitOnMainLoop(5) { link.state == .connected(.ws) })
         let socket = try XCTUnwrap(server.connections.last)
         for junk in ["not json", "[]", #"{"type":"clientConfig","config":{"videoFormat":"avi","videoChunkDurationMs":-1}}"#,
-                     #"{"command":"uploadTimeRange","startTime":"x"}"#, #"{"command":"selfDestruct"}"#,
+                     #"{"command":"uploadTimeRange","startTime":"x"}"#, #"{"command":"uploadTimeRange","startTime":5,"endTime":1}"#,
+                     #"{"command":"uploadTimeRange","startTime":1e400,"endTime":2}"#, #"{"command":"selfDestruct"}"#,
+                     #"{"status":"success","message":"nobody asked"}"#,
                      String(repeating: "{", count: 200_000)] {
             socket.send(text: junk)
         }
@@ -81,30 +243,59 @@ final class ServerLinkTests: XCTestCase {
         runMainLoop(seconds: 1)
         XCTAssertEqual(link.state, .connected(.ws), "still connected")
         XCTAssertEqual(recorder.currentTuning, before, "nothing bad was applied")
+        XCTAssertEqual(link.pendingUploads, 0, "no upload was started")
         link.stop()
     }
 
     func testReconnectsAfterTheServerDropsTheConnection() throws {
-        let server = try Server()
-        let link = ServerLink(address: try ServerAddress(parsing: "ws://\(server.address)"), deviceName: "x",
-                              verifyTLS: true, reconnectDelay: 0.3, recorder: nil)
+        let server = try AllSparkTestServer()
+        let link = try makeLink("ws://\(server.address)", recorder: nil)
         var states: [ServerLink.State] = []
         link.onStateChange = { states.append($0) }
         link.start()
-        XCTAssertTrue(waitUntil(5) { server.connections.count == 1 && link.state == .connected(.ws) })
+        XCTAssertTrue(waitOnMainLoop(5) { server.connections.count == 1 && link.state == .connected(.ws) })
         server.connections[0].close(code: 1001, reason: "server restarting")
-        XCTAssertTrue(waitUntil(5) { server.connections.count == 2 && link.state == .connected(.ws) }, "\(states)")
-        XCTAssertEqual(server.received.filter { $0.contains("clientInfo") }.count, 2, "introduced itself again")
+        XCTAssertTrue(waitOnMainLoop(5) { server.connections.count == 1 && server.clientNames.count == 2 }, "\(states)")
         XCTAssertTrue(states.contains(.disconnected))
         link.stop()
     }
 
     func testWithoutASchemeTriesWssThenFallsBackToWsOnAPlainServer() throws {
-        let server = try Server()
-        let link = ServerLink(address: try ServerAddress(parsing: server.address), deviceName: "x",
-                              verifyTLS: true, reconnectDelay: 0.3, recorder: nil)
+        let server = try AllSparkTestServer()
+        let link = try makeLink(server.address, recorder: nil)
+        var attempts: [String] = []
+        link.onConnectAttempt = { attempts.append($0) }
         link.start()
-        XCTAssertTrue(waitUntil(15) { link.state == .connected(.ws) }, "\(link.state)")
+        XCTAssertTrue(waitOnMainLoop(15) { link.state == .connected(.ws) }, "\(link.state)")
+        XCTAssertEqual(attempts, ["wss://\(server.address)/", "ws://\(server.address)/"])
         link.stop()
+    }
+
+    func testSelfSignedServerIsRefusedWithVerificationWithoutDowngradeAndUsedWithout() throws {
+        let certificateFolder = TemporaryDirectory()
+        let server = try AllSparkTestServer(certificate: try makeSelfSignedCertificate(in: certificateFolder))
+
+        let strict = try makeLink(server.address, recorder: nil, verifyTLS: true)
+        var attempts: [String] = []
+        strict.onConnectAttempt = { attempts.append($0) }
+        strict.start()
+        runMainLoop(seconds: 2)
+        strict.stop()
+        XCTAssertTrue(server.clientNames.isEmpty, "not connected to an untrusted server")
+        XCTAssertFalse(attempts.isEmpty)
+        XCTAssertTrue(attempts.allSatisfy { $0.hasPrefix("wss://") }, "never downgraded to ws: \(attempts)")
+
+        let storage = TemporaryDirectory()
+        let recorder = try makeRecorder(storage)
+        try recorder.start()
+        XCTAssertTrue(waitOnMainLoop(8) { recorder.catalog.all.count >= 2 })
+        XCTAssertTrue(stopAndWait(recorder))
+        let relaxed = try makeLink(server.address, recorder: recorder, verifyTLS: false)
+        relaxed.start()
+        XCTAssertTrue(waitOnMainLoop(5) { relaxed.state == .connected(.wss) })
+        server.connections.last?.send(text: #"{"command":"uploadTimeRange","startTime":0,"endTime":\#(Date().timeIntervalSince1970)}"#)
+        XCTAssertTrue(waitOnMainLoop(10) { relaxed.pendingUploads == 0 && server.uploads.count == recorder.catalog.all.count })
+        relaxed.stop()
+        assertUploaded(recorder.catalog.all, to: server, from: recorder)
     }
 }

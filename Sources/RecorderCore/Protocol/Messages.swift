@@ -64,11 +64,7 @@ public enum ServerMessage: Equatable, Sendable {
         return .failure(Rejection(description: "neither type, command nor status: \(text.prefix(120))"))
     }
 
-    /// JSON numbers only (a Bool is an NSNumber too on some platforms: refuse it).
-    private static func number(_ value: Any?) -> Double? {
-        guard let n = value as? NSNumber, !(value is Bool) else { return nil }
-        return n.doubleValue
-    }
+    private static func number(_ value: Any?) -> Double? { jsonNumber(value)?.doubleValue }
 }
 
 /// The fields of a `clientConfig` the recorder understands, each validated on its own.
@@ -111,7 +107,7 @@ public struct ClientConfigUpdate: Equatable, Sendable {
 
     /// A JSON number (not a boolean) within `range`, as an integer.
     private static func integer(_ value: Any, in range: ClosedRange<Int>) -> Int? {
-        guard let n = value as? NSNumber, !(value is Bool), n.doubleValue.isFinite,
+        guard let n = jsonNumber(value), n.doubleValue.isFinite,
               n.doubleValue >= Double(range.lowerBound), n.doubleValue <= Double(range.upperBound) else { return nil }
         return Int(n.doubleValue)
     }
@@ -122,6 +118,14 @@ public struct ClientConfigUpdate: Equatable, Sendable {
                         chunkDurationMs: chunkDurationMs ?? tuning.chunkDurationMs,
                         bufferMaxMB: bufferMaxMB ?? tuning.bufferMaxMB)
     }
+}
+
+/// A JSON number, not a boolean. JSONSerialization hands both out as
+/// NSNumber, and on Linux `0 is Bool` and `1 is Bool` are true, so the
+/// boolean is told apart by its storage type ("c"), not by a cast.
+func jsonNumber(_ value: Any?) -> NSNumber? {
+    guard let n = value as? NSNumber, String(cString: n.objCType) != "c" else { return nil }
+    return n
 }
 
 /// Messages the recorder sends.

@@ -1,0 +1,184 @@
+import Foundation
+import GLibSupport
+import SoupSupport
+
+/// An in-process AllSpark server on loopback (libsoup's SoupServer: HTTP and
+/// WebSocket in one object) that behaves like the deployed servers described
+/// in shared/DESIGN.md, not like whatever the client happens to expect:
+///
+/// - WebSocket at `/`; `clientConfig` sent right after connect (if set);
+/// - `clientInfo` stores the name, no reply;
+/// - `upload` metadata opens the file: no reply on success, an error if it
+///   cannot be opened; the next binary message is written to it and earns
+///   `{"status":"success","message":"Video uploaded successfully"}`; a binary
+///   message with no open file earns "Metadata not received yet";
+/// - `chunkSaved` earns "Unknown message type" from an `.old` server and
+///   success from a `.new` one (which may then ask for the chunk with
+///   `uploadTimeRange`, as newer servers with auto-upload do);
+/// - any other JSON earns "Unknown message type", invalid JSON "Invalid JSON";
+/// - messages above 300 MB are refused (libsoup closes the connection);
+/// - `GET /api/health` and `GET /api/status` as the servers serve them.
+///
+/// Threading: main-loop thread only (SoupServer callbacks arrive there).
+public final class AllSparkTestServer {
+    public enum Generation { case old, new }
+
+    public struct Upload: Equatable {
+        public var filename: String
+        public var declaredSize: Int
+        public var mimetype: String
+        public var bytes: Int
+    }
+
+    public let generation: Generation
+    /// Where uploaded files land (a fresh temporary folder).
+    public let uploadDirectory: TemporaryDirectory
+    public private(set) var port: Int
+    public let certificate: (certificate: String, key: String)?
+    /// Sent as `clientConfig` to each new connection when set.
+    public var clientConfig: String?
+    /// New servers only: answer each chunkSaved with an uploadTimeRange for it.
+    public var autoUpload = false
+    /// Refuse to open the upload file for these names (the "cannot open" error path).
+    public var refuseFilenames: Set<String> = []
+    /// Called with each upload's metadata as it arrives (tests kill the server here).
+    public var onUploadMetadata: ((String) -> Void)?
+
+    public private(set) var connections: [WebSocket] = []
+    public private(set) var texts: [String] = []
+    public private(set) var uploads: [Upload] = []
+    public private(set) var clientNames: [String] = []
+    public private(set) var binaryMessages = 0
+
+    private var server: WebSocketServer?
+    private var openUpload: (metadata: Upload, handle: FileHandle)?
+
+    public static let maximumMessageBytes: UInt64 = 314_572_800
+
+    public init(generation: Generation = .new, port: Int = 0, certificate: (certificate: String, key: String)? = nil) throws {
+        self.generation = generation
+        self.certificate = certificate
+        uploadDirectory = TemporaryDirectory()
+        self.port = port
+        try listen()
+    }
+
+    public var address: String { "127.0.0.1:\(port)" }
+    public var isRunning: Bool { server != nil }
+
+    /// The server dies: every connection drops without a close handshake, nothing more is accepted.
+    public func kill() {
+        for socket in connections { socket.abort() }
+        connections.removeAll()
+        openUpload = nil
+        server?.stop()
+        server = nil
+    }
+
+    /// Starts again on the same port after `kill`.
+    public func restart() throws { try listen() }
+
+    private func listen() throws {
+        let server = try WebSocketServer(port: port, certificatePath: certificate?.certificate, keyPath: certificate?.key)
+        server.maximumIncomingPayload = Self.maximumMessageBytes
+        port = server.port
+        let started = Date()
+        server.handleJSON(path: "/api/health") { [unowned self] in
+            #"{"status":"ok","timestamp":\#(Date().timeIntervalSince1970),"uptime":\#(Date().timeIntervalSince(started)),"protocols":["\#(certificate == nil ? "ws" : "wss")"],"address":"127.0.0.1","port":\#(port)}"#
+        }
+        server.handleJSON(path: "/api/status") { [unowned self] in
+            let list = clientNames.enumerated().map { #"{"id":"c\#($0.offset)","clientName":"\#($0.element)"}"# }
+            return #"{"totalConnections":\#(connections.count),"connections":[\#(list.joined(separator: ","))]}"#
+        }
+        server.onConnection = { [unowned self] socket in self.accept(socket) }
+        self.server = server
+    }
+
+    private func accept(_ socket: WebSocket) {
+        connections.append(socket)
+        socket.onEvents(message: { [unowned self, weak socket] message in
+            guard let socket else { return }
+            switch message {
+            case .text(let text): self.received(text, on: socket)
+            case .binary(let data): self.received(data, on: socket)
+            }
+        }, closed: { [unowned self, weak socket] _, _ in
+            self.connections.removeAll { $0 === socket }
+            self.openUpload = nil
+        })
+        if let clientConfig { socket.send(text: clientConfig) }
+    }
+
+    private func reply(_ socket: WebSocket, success: Bool, _ message: String) {
+        socket.send(text: #"{"status":"\#(success ? "success" : "error")","message":"\#(message)"}"#)
+    }
+
+    private func received(_ text: String, on socket: WebSocket) {
+        texts.append(text)
+        guard let json = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] else {
+            reply(socket, success: false, "Invalid JSON")
+            return
+        }
+        switch json["type"] as? String {
+        case "clientInfo":
+            clientNames.append(json["clientName"] as? String ?? "")
+        case "chunkSaved" where generation == .new:
+            reply(socket, success: true, "Chunk saved info received")
+            if autoUpload, let start = json["startTime"] as? Double, let end = json["endTime"] as? Double {
+                socket.send(text: #"{"command":"uploadTimeRange","startTime":\#(start),"endTime":\#(end)}"#)
+            }
+        case "upload":
+            guard let filename = json["filename"] as? String else {
+                reply(socket, success: false, "Invalid upload metadata")
+                return
+            }
+            onUploadMetadata?(filename)
+            guard !connections.isEmpty else { return }   // killed from the hook
+            let metadata = Upload(filename: filename, declaredSize: json["filesize"] as? Int ?? -1,
+                                  mimetype: json["mimetype"] as? String ?? "", bytes: 0)
+            let path = uploadDirectory.url.appendingPathComponent((filename as NSString).lastPathComponent).path
+            guard !refuseFilenames.contains(filename), FileManager.default.createFile(atPath: path, contents: nil),
+                  let handle = FileHandle(forWritingAtPath: path) else {
+                openUpload = nil
+                reply(socket, success: false, "Failed to write file")
+                return
+            }
+            openUpload = (metadata, handle)
+        default:
+            if json["filename"] == nil { reply(socket, success: false, "Unknown message type") }
+        }
+    }
+
+    private func received(_ data: Data, on socket: WebSocket) {
+        binaryMessages += 1
+        guard let (metadata0, handle) = openUpload else {
+            reply(socket, success: false, "Metadata not received yet")
+            return
+        }
+        openUpload = nil
+        handle.write(data)
+        try? handle.close()
+        var metadata = metadata0
+        metadata.bytes = data.count
+        uploads.append(metadata)
+        reply(socket, success: true, "Video uploaded successfully")
+    }
+
+    /// The uploaded file's content.
+    public func uploadedData(_ filename: String) -> Data? {
+        try? Data(contentsOf: uploadDirectory.url.appendingPathComponent(filename))
+    }
+}
+
+/// A self-signed certificate for 127.0.0.1 made by `openssl` in a temporary folder.
+public func makeSelfSignedCertificate(in directory: TemporaryDirectory) throws -> (certificate: String, key: String) {
+    let certificate = directory.url.appendingPathComponent("server.crt").path
+    let key = directory.url.appendingPathComponent("server.key").path
+    let result = try runTool("/usr/bin/openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+                                              "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                                              "-keyout", key, "-out", certificate])
+    guard result.status == 0 else {
+        throw NSError(domain: "openssl", code: Int(result.status), userInfo: [NSLocalizedDescriptionKey: result.output])
+    }
+    return (certificate, key)
+}
