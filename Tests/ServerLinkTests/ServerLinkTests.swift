@@ -143,10 +143,9 @@ final class ServerLinkTests: XCTestCase {
         link.stop()
         let covering = recorder.catalog.chunks(from: now, to: now + 3)
         XCTAssertGreaterThanOrEqual(covering.count, 2)
-        assertUploaded(covering, to: server, from: recorder)
-
-        // Without autoUpload nothing is sent.
+        // Exactly the chunks covering the 3 s: those recorded after them were not sent.
         XCTAssertFalse(recorder.catalog.all.filter { $0.start > now + 3.5 }.isEmpty)
+        assertUploaded(covering, to: server, from: recorder)
     }
 
     func testNewServerAutoUploadOfAnnouncedChunks() throws {
@@ -297,5 +296,39 @@ final class ServerLinkTests: XCTestCase {
         XCTAssertTrue(waitOnMainLoop(10) { relaxed.pendingUploads == 0 && server.uploads.count == recorder.catalog.all.count })
         relaxed.stop()
         assertUploaded(recorder.catalog.all, to: server, from: recorder)
+    }
+}
+
+/// `allspark-recorder check-server` as a user runs it, against the test server.
+final class CheckServerCommandTests: XCTestCase {
+    func testPlainServerReportsHealthAndWs() throws {
+        let server = try AllSparkTestServer()
+        let result = try runWhileServing(recorderExecutable, ["check-server", server.address, "--timeout", "3"])
+        XCTAssertEqual(result.status, 0, result.output)
+        XCTAssertTrue(result.output.contains(#""status":"ok""#), result.output)
+        XCTAssertTrue(result.output.contains("WebSocket ws://\(server.address)/: works"), result.output)
+        XCTAssertTrue(result.output.contains("would connect with ws"), result.output)
+    }
+
+    func testSelfSignedServerIsExplainedAndAcceptedOnlyWhenAsked() throws {
+        let folder = TemporaryDirectory()
+        let server = try AllSparkTestServer(certificate: try makeSelfSignedCertificate(in: folder))
+        let strict = try runWhileServing(recorderExecutable, ["check-server", "wss://\(server.address)", "--timeout", "3"])
+        XCTAssertEqual(strict.status, 1, strict.output)
+        XCTAssertTrue(strict.output.contains("certificate NOT trusted"), strict.output)
+        XCTAssertTrue(strict.output.contains("works with server.verify_tls = false"), strict.output)
+        let relaxed = try runWhileServing(recorderExecutable, ["check-server", "wss://\(server.address)", "--no-verify-tls", "--timeout", "3"])
+        XCTAssertEqual(relaxed.status, 0, relaxed.output)
+        XCTAssertTrue(relaxed.output.contains(#""protocols":["wss"]"#), relaxed.output)
+    }
+
+    func testUnreachableServerFailsWithAReason() throws {
+        let server = try AllSparkTestServer()
+        let port = server.port
+        server.kill()
+        let result = try runWhileServing(recorderExecutable, ["check-server", "ws://127.0.0.1:\(port)", "--timeout", "2"])
+        XCTAssertEqual(result.status, 1)
+        XCTAssertTrue(result.output.contains("could not connect to ws://127.0.0.1:\(port)"), result.output)
+        XCTAssertTrue(result.output.lowercased().contains("refused"), result.output)
     }
 }
