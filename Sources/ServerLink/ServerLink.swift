@@ -125,6 +125,17 @@ public final class ServerLink {
         if !stopped, let newAddress { connect(newAddress, candidates: newAddress.candidates) }
     }
 
+    /// Each upload that ended: the chunk's file name and whether the server received it.
+    public var onUploadFinished: ((String, Bool) -> Void)? {
+        get { uploads?.onFinished }
+        set { uploads?.onFinished = newValue }
+    }
+
+    /// Uploads the chunks overlapping `[start, end)` (a local user's request, like the server's uploadTimeRange).
+    public func upload(from start: Double, to end: Double, reason: String) {
+        requestUpload(from: start, to: end, reason: reason)
+    }
+
     /// Chunks still to upload (waiting or being sent).
     public var pendingUploads: Int { (uploads?.waiting.count ?? 0) + (uploads?.inFlight == nil ? 0 : 1) }
 

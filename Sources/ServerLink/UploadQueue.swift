@@ -50,6 +50,8 @@ final class UploadQueue {
     private let retryDelay: Double
     private let logger: Logger
     weak var transport: UploadTransport?
+    /// Each upload that ended: file name, and whether the server received it.
+    var onFinished: ((String, Bool) -> Void)?
 
     private(set) var waiting: [Item] = []
     private(set) var inFlight: (item: Item, started: Date)?
@@ -172,6 +174,7 @@ final class UploadQueue {
             logger.notice("uploaded \(file) (\(item.chunk.size) bytes in \(String(format: "%.2f", seconds)) s, \(String(format: "%.1f", Double(item.chunk.size) / 1_048_576 / seconds)) MiB/s) for \(item.reason)")
             delivered[file] = Date()
             catalog.unpin(file)
+            onFinished?(file, true)
             pump()
         } else {
             logger.warning("the server refused the upload of \(file): \(message ?? "no reason given")")
@@ -208,5 +211,6 @@ final class UploadQueue {
 
     private func giveUp(_ item: Item) {
         catalog.unpin(item.chunk.file)
+        onFinished?(item.chunk.file, false)
     }
 }

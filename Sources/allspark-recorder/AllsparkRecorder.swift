@@ -17,7 +17,7 @@ struct AllsparkRecorder: ParsableCommand {
               allspark-recorder chunks --storage recordings/demo
             Any config key can be overridden: --set recording.chunk_duration_ms=10000
             """,
-        subcommands: [Run.self, CheckPipeline.self, CheckServer.self, Chunks.self, Blur.self],
+        subcommands: [Run.self, CheckPipeline.self, CheckServer.self, Chunks.self, Upload.self, Blur.self],
         defaultSubcommand: nil)
 }
 

@@ -9,7 +9,7 @@ struct Chunks: ParsableCommand {
     @Option(help: "The storage folder (recording.storage_dir).")
     var storage: String
 
-    @Option(help: "Only chunks ending after this time (epoch seconds or ISO 8601, e.g. 2026-11-21T10:00:00Z).")
+    @Option(help: "Only chunks ending after this time (epoch seconds, -300 for five minutes ago, or ISO 8601, e.g. 2026-11-21T10:00:00Z).")
     var from: String?
 
     @Option(help: "Only chunks starting before this time (epoch seconds or ISO 8601).")
@@ -46,13 +46,15 @@ struct Chunks: ParsableCommand {
         let total = records.reduce(Int64(0)) { $0 + $1.size }
         print("\(records.count) chunks, \(String(format: "%.1f", Double(total) / 1_048_576)) MiB")  // user-facing
     }
+}
 
-    private func parseTime(_ text: String, option: String) throws -> Double {
-        if let seconds = Double(text), seconds.isFinite { return seconds }
-        let formatter = ISO8601DateFormatter()
-        if let date = formatter.date(from: text) { return date.timeIntervalSince1970 }
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        if let date = formatter.date(from: text) { return date.timeIntervalSince1970 }
-        throw ValidationError("\(option) \(text): expected epoch seconds or an ISO 8601 time like 2026-11-21T10:00:00Z")
-    }
+/// A time given on the command line: epoch seconds, an ISO 8601 time, or a
+/// negative number of seconds before now (`--from -300`: five minutes ago).
+func parseTime(_ text: String, option: String, now: Double = Date().timeIntervalSince1970) throws -> Double {
+    if let seconds = Double(text), seconds.isFinite { return seconds < 0 ? now + seconds : seconds }
+    let formatter = ISO8601DateFormatter()
+    if let date = formatter.date(from: text) { return date.timeIntervalSince1970 }
+    formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+    if let date = formatter.date(from: text) { return date.timeIntervalSince1970 }
+    throw ValidationError("\(option) \(text): expected epoch seconds, seconds before now (-300), or an ISO 8601 time like 2026-11-21T10:00:00Z")
 }
