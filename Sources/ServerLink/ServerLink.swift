@@ -55,6 +55,10 @@ public final class ServerLink {
     private let deviceName: String
     private let verifyTLS: Bool
     private let reconnectDelay: Double
+    /// Seconds between keep-alive pings; a peer silent for three of them is taken for dead.
+    private let keepAlive: Double
+    private var lastHeard = Date()
+    private var watchdog: MainLoop.Source?
     private let announceChunks: Bool
     private let settingsStore: ServerSettingsStore?
     private weak var recorder: RecorderControl?
@@ -79,12 +83,14 @@ public final class ServerLink {
     public var onConnectAttempt: ((String) -> Void)?
 
     public init(address: ServerAddress?, deviceName: String, verifyTLS: Bool, reconnectDelay: Double,
-                recorder: RecorderControl?, announceChunks: Bool = true, uploadOptions: UploadOptions = UploadOptions(),
+                recorder: RecorderControl?, keepAliveSeconds: Double = 15,
+                announceChunks: Bool = true, uploadOptions: UploadOptions = UploadOptions(),
                 settingsStore: ServerSettingsStore? = nil, logger: Logger = Logger(label: "allspark.server")) {
         self.address = address
         self.deviceName = deviceName
         self.verifyTLS = verifyTLS
         self.reconnectDelay = reconnectDelay
+        keepAlive = keepAliveSeconds
         self.announceChunks = announceChunks
         self.settingsStore = settingsStore
         self.recorder = recorder
@@ -159,6 +165,7 @@ public final class ServerLink {
     }
 
     private func dropSocket(code: Int, reason: String) {
+        watchdog?.cancel()
         socket?.close(code: code, reason: reason)
         socket = nil
         ledger = ReplyLedger()
@@ -197,9 +204,25 @@ public final class ServerLink {
     private func connected(_ socket: WebSocket, scheme: ServerAddress.Scheme) {
         self.socket = socket
         ledger = ReplyLedger()
-        socket.keepAlive(every: 15)
+        socket.keepAlive(every: UInt32(max(1, keepAlive.rounded())))
         socket.setMaximumIncomingPayload(UInt64(ServerMessage.maximumTextBytes) * 4)
+        lastHeard = Date()
+        socket.onPong { [weak self] in self?.lastHeard = Date() }
+        // libsoup 3.2 keeps pinging a peer that has gone silent (a crashed host, a cut cable
+        // with no RST); a TCP connection may take many minutes to notice. Three missed
+        // pings mean the server is gone: drop the connection and reconnect.
+        watchdog = MainLoop.every(keepAlive) { [weak self, weak socket] in
+            guard let self, let socket, socket === self.socket else { return false }
+            let silent = Date().timeIntervalSince(self.lastHeard)
+            guard silent > 3 * self.keepAlive else { return true }
+            self.logger.warning("server \(self.address?.description ?? ""): no answer to keep-alive pings for \(Int(silent)) s; dropping the connection")
+            socket.abort()
+            self.dropSocket(code: 1001, reason: "")
+            self.scheduleReconnect()
+            return false
+        }
         socket.onEvents(message: { [weak self] message in
+            self?.lastHeard = Date()
             self?.received(message)
         }, closed: { [weak self, weak socket] code, reason in
             guard let self, let socket, socket === self.socket else { return }

@@ -114,9 +114,20 @@ public final class WebSocket {
         soup_websocket_connection_close(connection, gushort(code), reason)
     }
 
-    /// Pings every `seconds`; a peer that stops answering closes the connection.
+    /// Sends a ping every `seconds`. libsoup 3.2 does not notice a peer that
+    /// stops answering them: watch `onPong` for that.
     public func keepAlive(every seconds: UInt32) {
         soup_websocket_connection_set_keepalive_interval(connection, seconds)
+    }
+
+    /// Each pong from the peer (the answer to a keep-alive ping), on the main loop.
+    public func onPong(_ handler: @escaping () -> Void) {
+        let onPong: @convention(c) (OpaquePointer?, OpaquePointer?, gpointer?) -> Void = { _, _, data in
+            guard let data else { return }
+            CallbackBox<() -> Void>.from(data)()
+        }
+        handlers.append(g_signal_connect_data(UnsafeMutableRawPointer(connection), "pong", unsafeBitCast(onPong, to: GCallback.self),
+                                              CallbackBox(handler).retainedPointer, { p, _ in CallbackBox<() -> Void>.release(p) }, GConnectFlags(rawValue: 0)))
     }
 
     /// Largest message accepted from the peer (libsoup's default is 128 KiB).

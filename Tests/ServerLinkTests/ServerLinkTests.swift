@@ -259,6 +259,46 @@ final class ServerLinkTests: XCTestCase {
         link.stop()
     }
 
+    /// A server that completes the handshake, then goes silent (a crashed host or a cut
+    /// cable that sends no RST): the link notices missed pongs and reconnects.
+    func testASilentServerIsTakenForDeadAndReconnected() throws {
+        let folder = TemporaryDirectory()
+        let script = folder.file("silent.py")
+        try #"""
+            import base64, hashlib, socket, sys, time
+            s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(8)
+            print(s.getsockname()[1], flush=True)
+            held = []
+            while True:
+                c, _ = s.accept()
+                request = c.recv(65536).decode()
+                key = [l.split(":", 1)[1].strip() for l in request.split("\r\n") if l.lower().startswith("sec-websocket-key")][0]
+                accept = base64.b64encode(hashlib.sha1((key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").encode()).digest()).decode()
+                c.sendall(("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                           "Sec-WebSocket-Accept: " + accept + "\r\n\r\n").encode())
+                print("accepted", flush=True)
+                held.append(c)   # never read, never answer a ping
+            """#.write(to: script, atomically: true, encoding: .utf8)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        process.arguments = [script.path]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        defer { process.terminate() }
+        let portLine = String(decoding: output.fileHandleForReading.availableData, as: UTF8.self)
+        let port = try XCTUnwrap(Int(portLine.split(separator: "\n").first ?? ""), portLine)
+        let link = ServerLink(address: try ServerAddress(parsing: "ws://127.0.0.1:\(port)"), deviceName: "x",
+                              verifyTLS: true, reconnectDelay: 0.3, recorder: nil, keepAliveSeconds: 0.5)
+        var states: [ServerLink.State] = []
+        link.onStateChange = { states.append($0) }
+        link.start()
+        XCTAssertTrue(waitOnMainLoop(8) { states.filter { $0 == .connected(.ws) }.count >= 2 }, "\(states)")
+        link.stop()
+        let connectedThenDropped = states.firstIndex(of: .connected(.ws)).map { states[$0...].contains(.disconnected) } ?? false
+        XCTAssertTrue(connectedThenDropped, "the silent connection was dropped: \(states)")
+    }
+
     func testWithoutASchemeTriesWssThenFallsBackToWsOnAPlainServer() throws {
         let server = try AllSparkTestServer()
         let link = try makeLink(server.address, recorder: nil)
