@@ -9,6 +9,7 @@ import PackageDescription
 //   RecorderCore                pure Swift: config, TOML, pipeline templates, chunk catalog, retention
 //   Recorder                    the media engine: pipeline, frame path, chunk lifecycle, service
 //   FaceBlur                    the privacy stage: detection thread, tracking, anonymisation
+//   CSoupShim                   C: WebSocket handshake over GIO, gated stream for streamed uploads
 //   SoupSupport                 the libsoup boundary: WebSocket client and a small HTTP/WebSocket server
 //   ServerLink                  the AllSpark server connection (protocol over SoupSupport)
 //   allspark-recorder           the command-line executable
@@ -58,9 +59,15 @@ let package = Package(
             name: "FaceBlur",
             dependencies: ["CFaceDetector", "GStreamerSupport", "GLibSupport", "Recorder", "RecorderCore", .product(name: "Logging", package: "swift-log")]
         ),
+        // The WebSocket handshake over GIO and a gated output stream under
+        // libsoup's WebSocket, so big uploads stream from the file (see its header).
+        .target(
+            name: "CSoupShim",
+            dependencies: ["CSoup"]
+        ),
         .target(
             name: "SoupSupport",
-            dependencies: ["CSoup", "GLibSupport"]
+            dependencies: ["CSoup", "CSoupShim", "GLibSupport"]
         ),
         .target(
             name: "ServerLink",

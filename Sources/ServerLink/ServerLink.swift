@@ -59,6 +59,8 @@ public final class ServerLink {
     private let keepAlive: Double
     private var lastHeard = Date()
     private var watchdog: MainLoop.Source?
+    /// A file is going out: pings and pongs wait behind it, so silence proves nothing.
+    private var streamingFile = false
     private let announceChunks: Bool
     private let settingsStore: ServerSettingsStore?
     private weak var recorder: RecorderControl?
@@ -166,6 +168,8 @@ public final class ServerLink {
 
     private func dropSocket(code: Int, reason: String) {
         watchdog?.cancel()
+        // Half a streamed file is on the wire: a close frame cannot follow it, only an abrupt close.
+        if streamingFile { socket?.abort() }
         socket?.close(code: code, reason: reason)
         socket = nil
         ledger = ReplyLedger()
@@ -214,7 +218,7 @@ public final class ServerLink {
         watchdog = MainLoop.every(keepAlive) { [weak self, weak socket] in
             guard let self, let socket, socket === self.socket else { return false }
             let silent = Date().timeIntervalSince(self.lastHeard)
-            guard silent > 3 * self.keepAlive else { return true }
+            guard silent > 3 * self.keepAlive, !self.streamingFile else { return true }
             self.logger.warning("server \(self.address?.description ?? ""): no answer to keep-alive pings for \(Int(silent)) s; dropping the connection")
             socket.abort()
             self.dropSocket(code: 1001, reason: "")
@@ -328,12 +332,29 @@ public final class ServerLink {
 }
 
 extension ServerLink: UploadTransport {
-    var canSend: Bool { socket?.isOpen == true }
+    /// Connected, and the previous file is completely sent: the next upload's metadata must
+    /// never overtake the previous file (the server would write that file under the new name).
+    var canSend: Bool { socket?.isOpen == true && !streamingFile }
 
     func sendUpload(_ chunk: ChunkRecord, file: URL) throws {
         guard let socket, socket.isOpen else { throw WebSocketError(description: "not connected") }
         socket.send(text: ClientMessage.text(ClientMessage.UploadMetadata(chunk: chunk)))
-        try socket.send(fileAt: file.path)
         ledger.sent(.upload(chunk.file))
+        streamingFile = true
+        socket.send(fileAt: file.path) { [weak self, weak socket] result in
+            guard let self else { return }
+            self.streamingFile = false
+            self.lastHeard = Date()
+            guard case .failure(let error) = result, let socket, socket === self.socket else {
+                self.uploads?.pump()
+                return
+            }
+            // The server holds our metadata and maybe half a frame: only a fresh connection is
+            // in a known state. The chunk is sent again after reconnecting (a bounded number of times).
+            self.logger.warning("sending \(chunk.file) failed (\(error)); reconnecting")
+            socket.abort()
+            self.dropSocket(code: 1011, reason: "")
+            self.scheduleReconnect()
+        }
     }
 }

@@ -1,4 +1,5 @@
 import CSoup
+import CSoupShim
 import GLibSupport
 import Foundation
 
@@ -23,8 +24,13 @@ public struct WebSocketError: Error, CustomStringConvertible {
 
 /// Converts (and frees) a GError, noting the TLS failures the link decides on.
 func takeError(_ error: UnsafeMutablePointer<GError>?) -> WebSocketError {
+    defer { if let error { g_error_free(error) } }
+    return describe(error)
+}
+
+/// Converts a GError (still owned by the caller), noting the TLS failures the link decides on.
+func describe(_ error: UnsafeMutablePointer<GError>?) -> WebSocketError {
     guard let error else { return WebSocketError(description: "unknown error") }
-    defer { g_error_free(error) }
     let message = String(cString: error.pointee.message)
     let isTLS = error.pointee.domain == g_tls_error_quark()
     let badCertificate = isTLS && error.pointee.code == Int32(G_TLS_ERROR_BAD_CERTIFICATE.rawValue)
@@ -81,17 +87,30 @@ public final class WebSocket {
         soup_websocket_connection_send_text(connection, text)
     }
 
-    /// Sends a whole file as one binary message. The file is memory-mapped
-    /// and handed to libsoup, which copies it once into the masked frame it
-    /// queues (libsoup 3 has no streaming send); the mapping is released as
-    /// soon as that copy is made, and the frame when it has been written.
-    public func send(fileAt path: String) throws {
-        var error: UnsafeMutablePointer<GError>?
-        guard let mapped = g_mapped_file_new(path, 0, &error) else { throw takeError(error) }
-        defer { g_mapped_file_unref(mapped) }
-        let bytes = g_mapped_file_get_bytes(mapped)
-        defer { g_bytes_unref(bytes) }
-        soup_websocket_connection_send_message(connection, SOUP_WEBSOCKET_DATA_BINARY, bytes)
+    /// Sends a whole file as one binary message; `completion` runs on the
+    /// main loop once it is written (or could not be).
+    ///
+    /// On connections opened by `WebSocketConnector` the file is streamed
+    /// 1 MiB at a time (memory stays flat whatever the file's size); a failure
+    /// half-way closes the connection, since the frame cannot be finished.
+    /// Elsewhere (server side) libsoup copies the file into one frame.
+    public func send(fileAt path: String, completion: @escaping (Result<Void, WebSocketError>) -> Void) {
+        guard as_websocket_can_stream(connection) != 0 else {
+            var error: UnsafeMutablePointer<GError>?
+            guard let mapped = g_mapped_file_new(path, 0, &error) else { return completion(.failure(takeError(error))) }
+            let bytes = g_mapped_file_get_bytes(mapped)
+            soup_websocket_connection_send_message(connection, SOUP_WEBSOCKET_DATA_BINARY, bytes)
+            g_bytes_unref(bytes)
+            g_mapped_file_unref(mapped)
+            return completion(.success(()))
+        }
+        typealias Completion = (Result<Void, WebSocketError>) -> Void
+        as_websocket_send_file(connection, path, { ok, message, data in
+            guard let data else { return }
+            let completion = CallbackBox<Completion>.from(data)
+            CallbackBox<Completion>.release(data)
+            completion(ok != 0 ? .success(()) : .failure(WebSocketError(description: message.map { String(cString: $0) } ?? "failed")))
+        }, CallbackBox<Completion>(completion).retainedPointer)
     }
 
     public func send(binary: Data) {
@@ -138,50 +157,35 @@ public final class WebSocket {
 
 /// Opens client WebSocket connections with one SoupSession.
 public final class WebSocketConnector {
-    private let session: UnsafeMutablePointer<SoupSession>
+    private let timeoutSeconds: UInt32
 
     public init(timeoutSeconds: UInt32 = 10) {
-        session = soup_session_new()!
-        soup_session_set_timeout(session, timeoutSeconds)
-        // No permessage-deflate: the payload is already-compressed video, and
-        // deflating hundreds of megabytes would only burn the CPU the encoder needs.
-        soup_session_remove_feature_by_type(session, soup_websocket_extension_manager_get_type())
-    }
-
-    deinit { g_object_unref(UnsafeMutableRawPointer(session)) }
-
-    struct Pending {
-        let acceptAnyCertificate: Bool
-        let completion: (Result<WebSocket, WebSocketError>) -> Void
-        let message: OpaquePointer
+        self.timeoutSeconds = timeoutSeconds
     }
 
     /// Connects to `url` (ws:// or wss://). With `acceptAnyCertificate`,
     /// self-signed certificates are accepted (verify_tls = false).
+    ///
+    /// The HTTP upgrade is done by the C shim over GIO rather than by
+    /// SoupSession, and libsoup's SoupWebsocketConnection then runs the
+    /// protocol: that is what lets `send(fileAt:)` stream a file instead of
+    /// holding a copy of it (CSoupShim/include/soup_shim.h). No extension
+    /// (permessage-deflate) is offered: the payload is compressed video.
     public func connect(url: String, acceptAnyCertificate: Bool,
                         completion: @escaping (Result<WebSocket, WebSocketError>) -> Void) {
-        guard let message = soup_message_new("GET", url) else {
-            completion(.failure(WebSocketError(description: "\(url) is not a valid URL")))
-            return
-        }
-        if acceptAnyCertificate { acceptAnyCertificateFor(message) }
-        let pending = CallbackBox(Pending(acceptAnyCertificate: acceptAnyCertificate, completion: completion, message: message))
-        soup_session_websocket_connect_async(session, message, nil, nil, G_PRIORITY_DEFAULT, nil, { source, result, data in
+        typealias Completion = (Result<WebSocket, WebSocketError>) -> Void
+        as_websocket_connect_async(url, acceptAnyCertificate ? 1 : 0, timeoutSeconds, { connection, error, data in
             guard let data else { return }
-            let pending = CallbackBox<Pending>.from(data)
-            defer {
-                g_object_unref(UnsafeMutableRawPointer(pending.message))
-                CallbackBox<Pending>.release(data)
-            }
-            var error: UnsafeMutablePointer<GError>?
-            if let connection = soup_session_websocket_connect_finish(UnsafeMutableRawPointer(source)?.assumingMemoryBound(to: SoupSession.self), result, &error) {
+            let completion = CallbackBox<Completion>.from(data)
+            CallbackBox<Completion>.release(data)
+            if let connection {
                 let socket = WebSocket(retaining: connection)
                 g_object_unref(UnsafeMutableRawPointer(connection))
-                pending.completion(.success(socket))
+                completion(.success(socket))
             } else {
-                pending.completion(.failure(takeError(error)))
+                completion(.failure(describe(error)))
             }
-        }, pending.retainedPointer)
+        }, CallbackBox<Completion>(completion).retainedPointer)
     }
 }
 

@@ -29,7 +29,7 @@ final class FullDiskTests: XCTestCase {
         let filler = mountPoint.file("other-program.dat")
         let fill = (at: 7.0, run: {
             // Every free byte, as a runaway log file would.
-            FileManager.default.createFile(atPath: filler.path, contents: nil)
+            _ = FileManager.default.createFile(atPath: filler.path, contents: nil)
             guard let handle = FileHandle(forWritingAtPath: filler.path) else { return }
             let block = Data(count: 64 * 1024)
             while (try? handle.write(contentsOf: block)) != nil {}

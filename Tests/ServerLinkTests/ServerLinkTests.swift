@@ -177,6 +177,14 @@ final class ServerLinkTests: XCTestCase {
                               end: chunks[0].start - 0.001, size: 8_000_000, format: .mp4)
         _ = FileManager.default.createFile(atPath: recorder.catalog.url(of: big).path, contents: Data(count: 8_000_000))
         recorder.catalog.add(big)
+        // And one of several 1 MiB pieces whose size is no multiple of the 4-byte mask: streamed byte for byte.
+        let pieces = ChunkRecord(file: "chunk_\(Int64(chunks.last!.end * 1000) + 1).mp4", start: chunks.last!.end + 0.001,
+                                 end: chunks.last!.end + 2, size: 3_000_001, format: .mp4)
+        var random = SystemRandomNumberGenerator()
+        _ = FileManager.default.createFile(atPath: recorder.catalog.url(of: pieces).path,
+                                           contents: Data((0..<3_000_001).map { _ in UInt8.random(in: 0...255, using: &random) }))
+        recorder.catalog.add(pieces)
+        chunks.append(pieces)
         chunks.insert(big, at: 0)
         server.refuseFilenames = [chunks[1].file]
 

@@ -1,0 +1,43 @@
+// The one piece of libsoup use that needs C: a client WebSocket whose big
+// binary messages are streamed from a file in small pieces instead of being
+// copied whole into one frame (libsoup 3's send_message does that: a 200 MB
+// upload would cost 200 MB of memory).
+//
+// How: the HTTP upgrade is done here over GIO (GSocketClient, TLS from
+// glib-networking), and libsoup's SoupWebsocketConnection runs the protocol
+// (framing, pings, close) over an I/O stream whose output passes through a
+// *gate*. To stream a file, the gate waits until libsoup has no frame half
+// written, closes (libsoup's writes then see "would block" and wait), writes
+// one masked binary frame straight to the socket, and opens again.
+//
+// Everything here runs on the thread of the default GLib main context,
+// except the blocking handshake, which runs in a GTask worker thread.
+#ifndef ALLSPARK_SOUP_SHIM_H
+#define ALLSPARK_SOUP_SHIM_H
+
+#include <libsoup/soup.h>
+
+G_BEGIN_DECLS
+
+typedef void (*AsConnectDone)(SoupWebsocketConnection *connection, GError *error, gpointer user_data);
+
+/// Opens a client WebSocket to `url` (ws:// or wss://). With
+/// `accept_any_certificate`, self-signed certificates are accepted.
+/// `done` gets a new reference to the connection, or an error.
+void as_websocket_connect_async(const char *url, gboolean accept_any_certificate, guint timeout_seconds,
+                                AsConnectDone done, gpointer user_data);
+
+/// True if `connection` was opened by as_websocket_connect_async (it can stream files).
+gboolean as_websocket_can_stream(SoupWebsocketConnection *connection);
+
+typedef void (*AsSendDone)(gboolean ok, const char *error_message, gpointer user_data);
+
+/// Sends the file at `path` as one binary message, read and written 1 MiB
+/// at a time. On a failure after the first byte the frame cannot be
+/// finished, so the connection is closed (the peer sees it drop). `done`
+/// runs once, on the main context.
+void as_websocket_send_file(SoupWebsocketConnection *connection, const char *path, AsSendDone done, gpointer user_data);
+
+G_END_DECLS
+
+#endif
