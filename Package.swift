@@ -12,6 +12,7 @@ import PackageDescription
 //   CSoupShim                   C: WebSocket handshake over GIO, gated stream for streamed uploads
 //   SoupSupport                 the libsoup boundary: WebSocket client and a small HTTP/WebSocket server
 //   ServerLink                  the AllSpark server connection (protocol over SoupSupport)
+//   Discovery                   finding AllSpark servers: the Avahi browser (_allspark._tcp) and the auto-connect policy
 //   allspark-recorder           the command-line executable
 let package = Package(
     name: "allspark-recorder",
@@ -74,6 +75,10 @@ let package = Package(
             dependencies: ["SoupSupport", "RecorderCore", "GLibSupport", .product(name: "Logging", package: "swift-log")]
         ),
         .target(
+            name: "Discovery",
+            dependencies: ["CAvahi", "GLibSupport", "RecorderCore", .product(name: "Logging", package: "swift-log")]
+        ),
+        .target(
             name: "GLibSupport",
             dependencies: ["CGLib"]
         ),
@@ -95,10 +100,16 @@ let package = Package(
         .executableTarget(
             name: "allspark-recorder",
             dependencies: [
-                "Recorder", "RecorderCore", "GStreamerSupport", "GLibSupport", "FaceBlur", "ServerLink", "SoupSupport",
+                "Recorder", "RecorderCore", "GStreamerSupport", "GLibSupport", "FaceBlur", "ServerLink", "SoupSupport", "Discovery",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
+        ),
+        // A real libsoup AllSpark server as a process, for tests that run it inside a network namespace.
+        .executableTarget(
+            name: "allspark-test-server",
+            dependencies: ["SoupSupport", "GLibSupport"],
+            path: "Tests/AllsparkTestServer"
         ),
         .target(
             name: "RecorderTestSupport",
@@ -112,6 +123,11 @@ let package = Package(
         .testTarget(
             name: "ServerLinkTests",
             dependencies: ["ServerLink", "SoupSupport", "Recorder", "RecorderCore", "GLibSupport", "RecorderTestSupport"]
+        ),
+        .testTarget(
+            name: "DiscoveryTests",
+            dependencies: ["Discovery", "RecorderCore", "GLibSupport", "RecorderTestSupport",
+                           .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(
             name: "FaceBlurTests",

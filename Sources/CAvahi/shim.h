@@ -4,5 +4,6 @@
 #include <avahi-client/client.h>
 #include <avahi-client/lookup.h>
 #include <avahi-common/error.h>
+#include <avahi-common/malloc.h>
 #include <avahi-glib/glib-watch.h>
 #endif

@@ -16,8 +16,10 @@ struct AllsparkRecorder: ParsableCommand {
             Chunks appear as chunk_<start epoch ms>.mp4 in the storage folder; list them with
               allspark-recorder chunks --storage recordings/demo
             Any config key can be overridden: --set recording.chunk_duration_ms=10000
+            AllSpark servers announced on the network (Avahi) are listed by
+              allspark-recorder discover
             """,
-        subcommands: [Run.self, CheckPipeline.self, CheckServer.self, Chunks.self, Upload.self, Blur.self],
+        subcommands: [Run.self, CheckPipeline.self, CheckServer.self, Chunks.self, Upload.self, Blur.self, Discover.self],
         defaultSubcommand: nil)
 }
 
@@ -31,8 +33,10 @@ struct CommonOptions: ParsableArguments {
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: Logger.Level = .info
 
-    func bootstrapLogging() {
-        let level = logLevel
+    func bootstrapLogging() { Self.bootstrapLogging(level: logLevel) }
+
+    /// Logs to stderr (journald under systemd) at `level`.
+    static func bootstrapLogging(level: Logger.Level) {
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = level

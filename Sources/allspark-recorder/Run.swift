@@ -65,9 +65,11 @@ struct Run: ParsableCommand {
         FileHandle.standardError.write(Data("Recording to \(configuration.recording.storageDirectory) — press Ctrl-C to stop.\n".utf8))
         let link = makeServerLink(configuration, recorder: recorder, logger: logger)
         link?.start()
+        let discovery = startDiscovery(configuration, link: link)
 
         let shutdown = { (reason: String) in
             logger.notice("\(reason): finishing the current chunk")
+            discovery?.stop()
             // The link stays up until the last chunk is finished, so that it is announced too.
             recorder.stop {
                 link?.recordingEnded()

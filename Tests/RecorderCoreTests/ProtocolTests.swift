@@ -19,7 +19,11 @@ final class ServerAddressTests: XCTestCase {
 
         let v6 = try ServerAddress(parsing: "[fe80::1%eth0]:8080")
         XCTAssertEqual(v6.host, "fe80::1%eth0")
-        XCTAssertEqual(v6.url(.ws), "ws://[fe80::1%eth0]:8080/")
+        XCTAssertEqual(v6.url(.ws), "ws://[fe80::1%25eth0]:8080/", "a URL writes the zone separator as %25 (RFC 6874); GLib refuses a bare %")
+        XCTAssertEqual(v6.httpURL(.ws, path: "/api/health"), "http://[fe80::1%25eth0]:8080/api/health")
+        XCTAssertEqual(v6.description, "[fe80::1%eth0]:8080/", "logs show the zone as ping takes it")
+        XCTAssertEqual(try ServerAddress(parsing: "ws://[fe80::1%25eth0]:8080").host, "fe80::1%eth0", "a URL's %25 is decoded")
+        XCTAssertEqual(try ServerAddress(parsing: "[fe80::1%25]:8080").host, "fe80::1%25", "without a scheme the zone is taken as written (interface index 25)")
         XCTAssertEqual(try ServerAddress(parsing: "wss://[::1]:9000/x").url(.wss), "wss://[::1]:9000/x")
     }
 
@@ -33,6 +37,7 @@ final class ServerAddressTests: XCTestCase {
             ("::1:8080", "in brackets"),
             ("[::1:8080", "closing ']'"),
             (":8080", "no host"),
+            ("[fe80::1%]:8080", "interface of a link-local address"),
         ]
         for (text, fragment) in cases {
             XCTAssertThrowsError(try ServerAddress(parsing: text), text) { error in

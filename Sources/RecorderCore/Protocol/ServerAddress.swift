@@ -5,6 +5,11 @@ import Foundation
 /// `https://`, `ws://`, `wss://` and a path. Without a scheme the client
 /// tries `wss` first and falls back to `ws` (only when the server does not
 /// speak TLS at all).
+///
+/// A link-local IPv6 address needs its interface (zone), written as `ping`
+/// takes it: `[fe80::1%eth0]:8080`. `host` keeps that form; URLs carry the
+/// zone as `%25eth0` (RFC 6874), the only form GLib's URI parser, and so
+/// libsoup, accepts.
 public struct ServerAddress: Equatable, Sendable, CustomStringConvertible {
     public enum Scheme: String, Sendable { case ws, wss }
 
@@ -18,14 +23,18 @@ public struct ServerAddress: Equatable, Sendable, CustomStringConvertible {
     public var candidates: [Scheme] { explicitScheme.map { [$0] } ?? [.wss, .ws] }
 
     public func url(_ scheme: Scheme) -> String {
-        let h = host.contains(":") ? "[\(host)]" : host
-        return "\(scheme.rawValue)://\(h):\(port)\(path)"
+        "\(scheme.rawValue)://\(urlHost):\(port)\(path)"
     }
 
     /// The same server over HTTP(S), for `GET /api/health`.
     public func httpURL(_ scheme: Scheme, path: String) -> String {
-        let h = host.contains(":") ? "[\(host)]" : host
-        return "\(scheme == .wss ? "https" : "http")://\(h):\(port)\(path)"
+        "\(scheme == .wss ? "https" : "http")://\(urlHost):\(port)\(path)"
+    }
+
+    /// The host as a URL writes it: IPv6 in brackets, a zone's `%` as `%25`.
+    private var urlHost: String {
+        guard host.contains(":") else { return host }
+        return "[\(host.replacingOccurrences(of: "%", with: "%25"))]"
     }
 
     public var description: String { "\(explicitScheme.map { "\($0.rawValue)://" } ?? "")\(host.contains(":") ? "[\(host)]" : host):\(port)\(path)" }
@@ -65,6 +74,15 @@ public struct ServerAddress: Equatable, Sendable, CustomStringConvertible {
                 throw ConfigError("server.host \"\(text)\": an IPv6 address needs a closing ']', e.g. [fe80::1]:8080")
             }
             host = rest[rest.index(after: rest.startIndex)..<close]
+            if let percent = host.firstIndex(of: "%") {
+                var zone = host[host.index(after: percent)...]
+                // In a URL (a scheme was given) the zone separator is written %25 (RFC 6874).
+                if scheme != nil, zone.hasPrefix("25"), zone.count > 2 { zone = zone.dropFirst(2) }
+                guard !zone.isEmpty, !zone.contains(where: { $0 == "%" || $0.isWhitespace }) else {
+                    throw ConfigError("server.host \"\(text)\": after '%' give the interface of a link-local address, e.g. [fe80::1%eth0]:8080")
+                }
+                host = host[..<percent] + "%" + zone
+            }
             let after = rest[rest.index(after: close)...]
             if after.hasPrefix(":") { portText = after.dropFirst() } else if !after.isEmpty {
                 throw ConfigError("server.host \"\(text)\": unexpected \"\(after)\" after the IPv6 address")
