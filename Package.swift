@@ -126,7 +126,7 @@ let package = Package(
         ),
         .testTarget(
             name: "DiscoveryTests",
-            dependencies: ["Discovery", "RecorderCore", "GLibSupport", "RecorderTestSupport",
+            dependencies: ["Discovery", "RecorderCore", "GLibSupport", "CGLib", "RecorderTestSupport",
                            .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(

@@ -114,7 +114,7 @@ public final class ServerBrowser {
         }, unretainedSelf, &error)
         guard let newClient else {
             // Only when the D-Bus system bus itself cannot be reached; with NO_FAIL a missing daemon is a state.
-            setStatus(.unavailable("cannot reach avahi-daemon: \(Self.message(error)) (D-Bus system bus \(Self.systemBusAddress))"))
+            setStatus(.unavailable("cannot reach avahi-daemon: the D-Bus system bus at \(Self.systemBusAddress) does not answer (\(Self.message(error)))"))
             scheduleReconnect()
             return
         }

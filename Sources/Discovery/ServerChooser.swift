@@ -52,12 +52,12 @@ public struct ServerChooser {
             return choose(chosen.name, address, reason: "it now announces this address")
         }
         if linkConnected {
-            return note("\"\(chosen.name)\" was withdrawn; staying while its connection lasts")
+            return note("\"\(chosen.name)\" is no longer announced; staying while its connection lasts")
         }
         if let (name, address) = usable.first {
-            return choose(name, address, reason: "\"\(chosen.name)\" was withdrawn and is not reachable")
+            return choose(name, address, reason: "\"\(chosen.name)\" is no longer announced and not reachable")
         }
-        return note("\"\(chosen.name)\" was withdrawn and no other server is announced; still trying \(chosen.address)")
+        return note("\"\(chosen.name)\" is no longer announced and no other server is; still trying \(chosen.address)")
     }
 
     private mutating func choose(_ name: String, _ address: ServerAddress, reason: String) -> Decision {

@@ -8,15 +8,17 @@ struct Discover: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "List the AllSpark servers announced on the local network (mDNS/DNS-SD, through avahi-daemon).",
         discussion: """
-            Browses for _allspark._tcp services in the local domain for --timeout seconds and lists
-            each server found: its name, host, addresses (best first; a link-local IPv6 address carries
-            its interface, e.g. fe80::1%eth0), port and TXT records.
+            Browses for _allspark._tcp services in the local domain for --timeout seconds and lists \
+            each server found: its name, host, addresses (best first; a link-local IPv6 address \
+            carries its interface, e.g. fe80::1%eth0), port and TXT records.
 
-            `run` with an empty server.host connects to the first server found this way.
+            `run` with an empty server.host (and server.discovery = true) connects to the first \
+            server found this way.
 
-            Needs avahi-daemon (Debian: apt install avahi-daemon, then systemctl start avahi-daemon),
+            Needs avahi-daemon (Debian: apt install avahi-daemon; systemctl start avahi-daemon), \
             reached over the D-Bus system bus (DBUS_SYSTEM_BUS_ADDRESS, if set, says where it is).
-            Exit status: 0 when the network was browsed (even if no server answered), 1 when
+
+            Exit status: 0 when the network was browsed, even if no server answered; 1 when \
             avahi-daemon cannot be reached.
             """)
 

@@ -70,7 +70,13 @@ final class DiscoveryService {
     /// Logs what changed and asks the policy again.
     private func reconsider() {
         let servers = browser.servers
-        for change in DiscoveryEvent.changes(from: reported, to: servers) { logger.notice("\(change)") }
+        for change in DiscoveryEvent.changes(from: reported, to: servers) {
+            if case .removed(let server) = change, browser.daemonStatus != .running {
+                logger.notice("server \"\(server.name)\" is no longer known while avahi-daemon is unavailable")
+            } else {
+                logger.notice("\(change)")
+            }
+        }
         reported = servers
         guard let link else { return }
         let connected: Bool

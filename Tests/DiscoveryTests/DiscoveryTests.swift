@@ -105,13 +105,13 @@ final class DiscoveryTests: XCTestCase {
         // Withdrawn while the connection still works: stay.
         announceA.stop()
         XCTAssertTrue(recorder.waitFor(#"server withdrawn: "Server A""#), recorder.stderr)
-        XCTAssertTrue(recorder.waitFor(#""Server A" was withdrawn; staying while its connection lasts"#), recorder.stderr)
+        XCTAssertTrue(recorder.waitFor(#""Server A" is no longer announced; staying while its connection lasts"#), recorder.stderr)
         XCTAssertEqual(serverB.count(introduction), 0, "still on A")
 
         // Withdrawn and gone: move to B.
         serverA.stop()
         XCTAssertTrue(serverB.waitFor(introduction, timeout: 30), sandbox.logs)
-        XCTAssertTrue(recorder.stderr.contains(#"using "Server B" at 127.0.0.1:\#(portB)/ ("Server A" was withdrawn and is not reachable)"#), recorder.stderr)
+        XCTAssertTrue(recorder.stderr.contains(#"using "Server B" at 127.0.0.1:\#(portB)/ ("Server A" is no longer announced and not reachable)"#), recorder.stderr)
         XCTAssertEqual(recorder.stop(SIGINT, timeout: 30), 0, recorder.stderr)
     }
 
@@ -152,7 +152,8 @@ final class DiscoveryTests: XCTestCase {
         // The daemon restarts: discovery says so once, the connection to the server stays.
         sandbox.stopDaemon()
         XCTAssertTrue(recorder.waitFor("lost the connection to avahi-daemon"), recorder.stderr)
-        XCTAssertTrue(recorder.waitFor(#""Server A" was withdrawn; staying while its connection lasts"#), recorder.stderr)
+        XCTAssertTrue(recorder.waitFor(#"server "Server A" is no longer known while avahi-daemon is unavailable"#), recorder.stderr)
+        XCTAssertTrue(recorder.waitFor(#""Server A" is no longer announced; staying while its connection lasts"#), recorder.stderr)
         try sandbox.startDaemon()
         if !announce.isRunning { _ = try sandbox.publish("Server A", port: port) }
         XCTAssertTrue(recorder.waitFor("avahi-daemon reached", times: 2), recorder.stderr)
