@@ -203,7 +203,15 @@ final class AvahiSandbox {
         return child
     }
 
-    private func startBus() throws {
+    /// Stops the private D-Bus system bus (as if D-Bus were not there at all).
+    func stopBus() {
+        bus?.stop()
+        bus = nil
+    }
+
+    /// Starts the private D-Bus system bus and waits for its socket.
+    func startBus() throws {
+        guard bus == nil else { return }
         try FileManager.default.createDirectory(at: Self.busDirectory, withIntermediateDirectories: true)
         try? FileManager.default.removeItem(atPath: Self.busSocket)
         let config = directory.file("dbus.conf")
