@@ -105,10 +105,10 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // A real libsoup AllSpark server as a process, for tests that run it inside a network namespace.
+        // The AllSpark test server as a process, for tests that run it inside a network namespace.
         .executableTarget(
             name: "allspark-test-server",
-            dependencies: ["SoupSupport", "GLibSupport"],
+            dependencies: ["RecorderTestSupport", "GLibSupport"],
             path: "Tests/AllsparkTestServer"
         ),
         .target(

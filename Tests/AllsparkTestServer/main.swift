@@ -1,63 +1,56 @@
-// allspark-test-server: a real libsoup AllSpark server (SoupSupport's
-// WebSocketServer on 127.0.0.1) as a process of its own, so that tests can
-// run it inside a network namespace next to the recorder they start there
-// (the test process itself stays outside). Test-only; not installed.
+// allspark-test-server: the project's AllSpark test server (RecorderTestSupport's
+// AllSparkTestServer: a real libsoup SoupServer on 127.0.0.1 that behaves
+// like the deployed servers) as a process of its own, so that tests can run
+// it inside a network namespace next to the recorder they start there (the
+// test process itself stays outside). Test-only; not installed.
 //
-//   allspark-test-server [--name NAME]      (listens on a free port)
+//   allspark-test-server [--old]      (listens on a free port; --old: an old-generation server)
 //
-// Prints one line per event on stdout, flushed at once:
+// Prints one line per event on stdout, written at once:
 //   listening 127.0.0.1:<port>
-//   connected
-//   received <text message>
-//   closed
+//   connections <n>          whenever the number of open WebSockets changes
+//   received <text message>  each text message from a client, in order
 // SIGTERM or SIGINT stops it.
 import Foundation
 import GLibSupport
-import SoupSupport
+import RecorderTestSupport
 
 func say(_ line: String) {
     FileHandle.standardOutput.write(Data((line + "\n").utf8))
 }
 
-var name = "allspark-test-server"
-var arguments = CommandLine.arguments.dropFirst()
-while let option = arguments.popFirst() {
+var generation = AllSparkTestServer.Generation.new
+for option in CommandLine.arguments.dropFirst() {
     switch option {
-    case "--name": name = arguments.popFirst() ?? name
+    case "--old": generation = .old
     default:
-        FileHandle.standardError.write(Data("usage: allspark-test-server [--name NAME]\n".utf8))
+        FileHandle.standardError.write(Data("usage: allspark-test-server [--old]\n".utf8))
         exit(2)
     }
 }
 
 let loop = MainLoop()
-let server: WebSocketServer
+let server: AllSparkTestServer
 do {
-    server = try WebSocketServer()
+    server = try AllSparkTestServer(generation: generation)
 } catch {
     FileHandle.standardError.write(Data("allspark-test-server: cannot listen: \(error)\n".utf8))
     exit(1)
 }
-let started = Date()
-server.handleJSON(path: "/api/health") {
-    #"{"status":"ok","timestamp":\#(Date().timeIntervalSince1970),"uptime":\#(Date().timeIntervalSince(started)),"protocols":["ws"],"name":"\#(name)"}"#
+say("listening \(server.address)")
+// The server keeps what it saw; report what is new, on the main loop that serves it.
+var printedTexts = 0
+var connections = 0
+let reporter = MainLoop.every(0.02) {
+    for text in server.texts.dropFirst(printedTexts) { say("received \(text)") }
+    printedTexts = server.texts.count
+    if server.connections.count != connections {
+        connections = server.connections.count
+        say("connections \(connections)")
+    }
+    return true
 }
-var sockets: [WebSocket] = []
-server.onConnection = { socket in
-    sockets.append(socket)
-    say("connected")
-    socket.onEvents(message: { message in
-        switch message {
-        case .text(let text): say("received \(text)")
-        case .binary(let data): say("received \(data.count) bytes")
-        }
-    }, closed: { [weak socket] _, _ in
-        sockets.removeAll { $0 === socket }
-        say("closed")
-    })
-}
-say("listening 127.0.0.1:\(server.port)")
 let signals = [SIGTERM, SIGINT].map { MainLoop.onSignal($0) { loop.quit() } }
 loop.run()
-_ = signals
-server.stop()
+_ = (signals, reporter)
+server.kill()

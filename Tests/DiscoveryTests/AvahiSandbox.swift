@@ -285,13 +285,13 @@ final class AvahiSandbox {
         return publisher
     }
 
-    /// A real libsoup AllSpark test server inside the namespace; returns it and its port.
+    /// The AllSpark test server (a real libsoup server) inside the namespace; returns it and its port.
     func startServer(_ name: String) throws -> (child: Child, port: Int) {
         let executable = URL(fileURLWithPath: recorderExecutable).deletingLastPathComponent().appendingPathComponent("allspark-test-server").path
         guard FileManager.default.isExecutableFile(atPath: executable) else {
             throw SandboxError("\(executable) is missing: build it with swift build --build-tests")
         }
-        let server = try spawn("server-\(name)", executable, ["--name", name])
+        let server = try spawn("server-\(name)", executable, [])
         guard server.waitFor("listening 127.0.0.1:", timeout: 10),
               let line = server.output.split(separator: "\n").first(where: { $0.hasPrefix("listening 127.0.0.1:") }),
               let port = Int(line.split(separator: ":").last ?? "") else {
