@@ -113,6 +113,11 @@ public final class ServerBrowser {
             Unmanaged<ServerBrowser>.fromOpaque(data).takeUnretainedValue().clientChanged(client, state)
         }, unretainedSelf, &error)
         guard let newClient else {
+            // avahi_client_new freed its half-made client, and with it whatever the state callback made from it.
+            client = nil
+            browser = nil
+            for sighting in sightings.values { sighting.retry?.cancel() }
+            sightings = [:]
             // Only when the D-Bus system bus itself cannot be reached; with NO_FAIL a missing daemon is a state.
             setStatus(.unavailable("cannot reach avahi-daemon: the D-Bus system bus at \(Self.systemBusAddress) does not answer (\(Self.message(error)))"))
             scheduleReconnect()
@@ -123,9 +128,10 @@ public final class ServerBrowser {
 
     private func clientChanged(_ client: OpaquePointer, _ state: AvahiClientState) {
         guard running else { return }
+        // The first call comes from inside avahi_client_new, before it has returned the client.
+        self.client = client
         switch state {
         case AVAHI_CLIENT_S_RUNNING, AVAHI_CLIENT_S_REGISTERING, AVAHI_CLIENT_S_COLLISION:
-            reconnectDelay = 1
             if browser == nil { browse(client) }
         case AVAHI_CLIENT_CONNECTING:
             setStatus(.unavailable("avahi-daemon is not running (not on the D-Bus system bus \(Self.systemBusAddress))"))
@@ -206,6 +212,8 @@ public final class ServerBrowser {
             scheduleReconnect()
             return
         }
+        // Backoff starts again only once browsing works (a daemon that refuses every browser is not retried each second).
+        reconnectDelay = 1
         setStatus(.running)
     }
 
