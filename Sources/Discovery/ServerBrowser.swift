@@ -17,7 +17,10 @@ import Logging
 /// This file is the only place that touches Avahi's C API.
 ///
 /// Threading: create, use and release on the main-loop thread (the thread
-/// running `MainLoop`); every Avahi callback arrives there.
+/// running `MainLoop`); every Avahi callback arrives there. Creating the
+/// client, the browser and each resolver waits on that thread for the
+/// daemon's D-Bus reply: a millisecond on a local bus, but a hung (not dead)
+/// daemon would hold the main loop up to D-Bus's reply timeout (25 s).
 public final class ServerBrowser {
     public enum DaemonStatus: Equatable, CustomStringConvertible {
         /// `start` not called yet.
