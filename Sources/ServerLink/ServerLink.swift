@@ -79,8 +79,9 @@ public final class ServerLink {
     public private(set) var state: State = .disconnected {
         didSet { if state != oldValue { logger.notice("server \(address?.description ?? "(none)"): \(oldValue) → \(state)") } }
     }
-    /// Every state change, after it is logged.
-    public var onStateChange: ((State) -> Void)?
+    private var stateObservers: [(State) -> Void] = []
+    /// Calls `observer` on every state change, after it is logged (any number of observers).
+    public func onStateChange(_ observer: @escaping (State) -> Void) { stateObservers.append(observer) }
     /// Every URL a connection is attempted to (status displays, and tests that check there is no downgrade).
     public var onConnectAttempt: ((String) -> Void)?
 
@@ -163,7 +164,7 @@ public final class ServerLink {
 
     private func set(_ new: State) {
         state = new
-        onStateChange?(new)
+        for observer in stateObservers { observer(new) }
     }
 
     private func dropSocket(code: Int, reason: String) {

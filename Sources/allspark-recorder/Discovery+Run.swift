@@ -41,14 +41,7 @@ final class DiscoveryService {
             logger.notice("no server.host: connecting to the first AllSpark server announced on the network (\(browser.serviceType))")
         }
         browser.onEvent = { [unowned self] _ in settleThenReconsider() }
-        if let link {
-            // Wrapped, not replaced: others may watch the link too.
-            let previous = link.onStateChange
-            link.onStateChange = { [weak self] state in
-                previous?(state)
-                self?.settleThenReconsider()
-            }
-        }
+        link?.onStateChange { [weak self] _ in self?.settleThenReconsider() }
         browser.start()
     }
 

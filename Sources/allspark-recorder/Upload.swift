@@ -67,7 +67,7 @@ struct Upload: ParsableCommand {
             if received + failed == chunks.count { loop.quit() }
         }
         var requested = false
-        link.onStateChange = { state in
+        link.onStateChange { state in
             guard case .connected = state, !requested else { return }
             requested = true
             link.upload(from: start, to: end, reason: "upload command")

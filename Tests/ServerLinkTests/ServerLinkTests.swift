@@ -258,7 +258,7 @@ final class ServerLinkTests: XCTestCase {
         let server = try AllSparkTestServer()
         let link = try makeLink("ws://\(server.address)", recorder: nil)
         var states: [ServerLink.State] = []
-        link.onStateChange = { states.append($0) }
+        link.onStateChange { states.append($0) }
         link.start()
         XCTAssertTrue(waitOnMainLoop(5) { server.connections.count == 1 && link.state == .connected(.ws) })
         server.connections[0].close(code: 1001, reason: "server restarting")
@@ -299,7 +299,7 @@ final class ServerLinkTests: XCTestCase {
         let link = ServerLink(address: try ServerAddress(parsing: "ws://127.0.0.1:\(port)"), deviceName: "x",
                               verifyTLS: true, reconnectDelay: 0.3, recorder: nil, keepAliveSeconds: 0.5)
         var states: [ServerLink.State] = []
-        link.onStateChange = { states.append($0) }
+        link.onStateChange { states.append($0) }
         link.start()
         XCTAssertTrue(waitOnMainLoop(8) { states.filter { $0 == .connected(.ws) }.count >= 2 }, "\(states)")
         link.stop()
