@@ -84,7 +84,11 @@ struct Run: ParsableCommand {
             MainLoop.onSignal(SIGHUP) {
                 logger.notice("SIGHUP: re-reading \(config)")
                 do {
-                    recorder.reload(try loadWithServerSettings(logger: logger))
+                    let reloaded = try loadWithServerSettings(logger: logger)
+                    if reloaded.server != configuration.server || reloaded.device != configuration.device {
+                        logger.warning("SIGHUP: [server] and [device] changes take effect at the next start, not now")
+                    }
+                    recorder.reload(reloaded)
                 } catch {
                     logger.error("reload refused, keeping the running settings: \(error)")
                 }
