@@ -95,7 +95,7 @@ struct afd_detector {
 namespace {
 
 constexpr float kNmsThreshold = 0.3f;
-constexpr size_t kMaxNets = 3;  // distinct input sizes kept per detector
+constexpr size_t kMaxNets = 4;  // distinct input sizes kept per detector (whole frame, tile, ROI + one spare)
 
 cv::dnn::Net load_net(const afd_detector *d) {
     cv::dnn::Net net = cv::dnn::readNetFromONNX(d->model.data(), d->model.size());
@@ -202,7 +202,11 @@ bool check_common(const afd_detector *d, const void *pixels, int width, int heig
 }
 
 // Runs the network on d->blob (already filled) and decodes faces into out.
-int run_and_decode(afd_detector *d, const Roi &roi, int in_w, int in_h, float threshold,
+// The ROI's pixels occupy the input's top-left content_w x content_h (the
+// whole input unless letterboxed); input pixel (u, v) is frame pixel
+// (roi.x + u * fx, roi.y + v * fy). Faces centred outside the content are dropped.
+int run_and_decode(afd_detector *d, const Roi &roi, int in_w, int in_h, float fx, float fy,
+                   float content_w, float content_h, float threshold,
                    afd_face *out, int max_faces, char *err, size_t err_len) {
     cv::dnn::Net &net = net_for(d, in_w, in_h);
     net.setInput(d->blob);
@@ -232,7 +236,7 @@ int run_and_decode(afd_detector *d, const Roi &roi, int in_w, int in_h, float th
     const float *s1p = s0p + plane;
     const float *o0p = offset.ptr<float>();
     const float *o1p = o0p + plane;
-    const float W = (float)in_w, H = (float)in_h;
+    const float W = content_w, H = content_h;
 
     auto &boxes = d->boxes;
     boxes.clear();
@@ -243,6 +247,8 @@ int run_and_decode(afd_detector *d, const Roi &roi, int in_w, int in_h, float th
             if (!(s > threshold)) continue;
             const float bh = std::exp(s0p[i]) * 4.0f;
             const float bw = std::exp(s1p[i]) * 4.0f;
+            const float cx = ((float)c + o1p[i] + 0.5f) * 4.0f, cy = ((float)r + o0p[i] + 0.5f) * 4.0f;
+            if (cx >= W || cy >= H) continue;  // in the letterbox filler
             float x1 = std::max(0.0f, ((float)c + o1p[i] + 0.5f) * 4.0f - bw / 2.0f);
             float y1 = std::max(0.0f, ((float)r + o0p[i] + 0.5f) * 4.0f - bh / 2.0f);
             x1 = std::min(x1, W);
@@ -263,8 +269,6 @@ int run_and_decode(afd_detector *d, const Roi &roi, int in_w, int in_h, float th
     });
     auto &supp = d->suppressed;
     supp.assign(n, 0);
-    const float fx = (float)roi.w / (float)in_w;
-    const float fy = (float)roi.h / (float)in_h;
     int written = 0;
     for (int oi = 0; oi < n && written < max_faces; ++oi) {
         const int i = order[oi];
@@ -388,8 +392,9 @@ extern "C" int afd_detect_gray(afd_detector *d, const uint8_t *luma, int width, 
         const size_t bytes = (size_t)input_width * input_height * sizeof(float);
         std::memcpy(d->blob.ptr<float>(0, 1), p0.data, bytes);
         std::memcpy(d->blob.ptr<float>(0, 2), p0.data, bytes);
-        return run_and_decode(d, roi, input_width, input_height, threshold, out, max_faces, err,
-                              err_len);
+        return run_and_decode(d, roi, input_width, input_height, (float)roi.w / (float)input_width,
+                              (float)roi.h / (float)input_height, (float)input_width,
+                              (float)input_height, threshold, out, max_faces, err, err_len);
     } catch (const cv::Exception &e) {
         set_err(err, err_len, "OpenCV error: %s", e.what());
     } catch (const std::exception &e) {
@@ -398,6 +403,83 @@ extern "C" int afd_detect_gray(afd_detector *d, const uint8_t *luma, int width, 
         set_err(err, err_len, "unknown error in afd_detect_gray");
     }
     return -1;
+}
+
+extern "C" int afd_detect_gray_fit(afd_detector *d, const uint8_t *luma, int width, int height,
+                                   int stride, int roi_x, int roi_y, int roi_w, int roi_h,
+                                   int input_width, int input_height, float threshold,
+                                   afd_face *out, int max_faces, char *err, size_t err_len) {
+    clear_err(err, err_len);
+    Roi roi{};
+    if (!check_common(d, luma, width, height, stride, width, roi_x, roi_y, roi_w, roi_h,
+                      input_width, input_height, threshold, out, max_faces, &roi, err, err_len))
+        return -1;
+    try {
+        const cv::Mat frame(height, width, CV_8UC1, const_cast<uint8_t *>(luma), (size_t)stride);
+        const cv::Mat src = frame(cv::Rect(roi.x, roi.y, roi.w, roi.h));
+        const double scale = std::min((double)input_width / roi.w, (double)input_height / roi.h);
+        const int cw = std::max(1, std::min(input_width, (int)std::lround(roi.w * scale)));
+        const int ch = std::max(1, std::min(input_height, (int)std::lround(roi.h * scale)));
+        ensure_blob(d, input_width, input_height);
+        cv::Mat p0 = blob_plane(d, 0, input_width, input_height);
+        p0.setTo(cv::Scalar(cv::mean(src)[0]));
+        cv::Mat content = p0(cv::Rect(0, 0, cw, ch));
+        if (cw == roi.w && ch == roi.h) {
+            src.convertTo(content, CV_32F);
+        } else {
+            cv::resize(src, d->resized, cv::Size(cw, ch), 0, 0,
+                       scale < 1.0 ? cv::INTER_AREA : cv::INTER_LINEAR);
+            d->resized.convertTo(content, CV_32F);
+        }
+        const size_t bytes = (size_t)input_width * input_height * sizeof(float);
+        std::memcpy(d->blob.ptr<float>(0, 1), p0.data, bytes);
+        std::memcpy(d->blob.ptr<float>(0, 2), p0.data, bytes);
+        return run_and_decode(d, roi, input_width, input_height, (float)roi.w / (float)cw,
+                              (float)roi.h / (float)ch, (float)cw, (float)ch, threshold, out,
+                              max_faces, err, err_len);
+    } catch (const cv::Exception &e) {
+        set_err(err, err_len, "OpenCV error: %s", e.what());
+    } catch (const std::exception &e) {
+        set_err(err, err_len, "error: %s", e.what());
+    } catch (...) {
+        set_err(err, err_len, "unknown error in afd_detect_gray_fit");
+    }
+    return -1;
+}
+
+extern "C" int afd_block_means(const uint8_t *plane, int width, int height, int stride, int block,
+                               uint8_t *out) {
+    if (plane == nullptr || out == nullptr || width <= 0 || height <= 0 || stride < width ||
+        block <= 0 || block > 256)
+        return -1;
+    const int ow = (width + block - 1) / block;
+    static_assert(256 * 255 < 65536, "16-bit column sums");
+    // Column sums over a band of `block` rows (16-bit: block <= 256 rows of
+    // 255 fit; a loop the compiler vectorises), then one sum per block.
+    std::vector<uint16_t> colsum;
+    try {
+        colsum.resize((size_t)width);
+    } catch (...) {
+        return -1;
+    }
+    for (int by = 0; by < height; by += block) {
+        const int bh = std::min(block, height - by);
+        uint16_t *cs = colsum.data();
+        std::memset(cs, 0, sizeof(uint16_t) * (size_t)width);
+        for (int r = by; r < by + bh; ++r) {
+            const uint8_t *row = plane + (size_t)r * stride;
+            for (int x = 0; x < width; ++x) cs[x] = (uint16_t)(cs[x] + row[x]);
+        }
+        uint8_t *o = out + (size_t)(by / block) * ow;
+        for (int c = 0; c < ow; ++c) {
+            const int x0 = c * block, x1 = std::min(width, x0 + block);
+            uint32_t sum = 0;
+            for (int x = x0; x < x1; ++x) sum += cs[x];
+            const uint32_t n = (uint32_t)bh * (uint32_t)(x1 - x0);
+            o[c] = (uint8_t)((sum + n / 2) / n);
+        }
+    }
+    return 0;
 }
 
 extern "C" void afd_free(afd_detector *d) {

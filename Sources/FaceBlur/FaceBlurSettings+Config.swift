@@ -1,16 +1,20 @@
 import RecorderCore
 
 extension FaceBlurSettings {
-    /// The stage settings a config's `[privacy]` table asks for.
-    public init(_ privacy: RecorderConfig.Privacy) {
-        self.init(modelPath: privacy.model)
+    /// The stage settings a config's `[privacy]` table asks for, live
+    /// (`offline: false`, the recorder) or for the `blur` command.
+    public init(_ privacy: RecorderConfig.Privacy, offline: Bool = false) {
+        self.init(modelPath: privacy.model, offline: offline)
         mode = Mode(rawValue: privacy.mode) ?? .pixelate
         threshold = Float(privacy.threshold)
         tracker.margin = privacy.margin
         tracker.holdNs = UInt64(privacy.holdMs) * 1_000_000
-        detectWidth = privacy.detectWidth
-        tileEvery = privacy.tileEvery
+        if let n = privacy.detectWidth { detectWidth = n }
+        if let n = privacy.wholeEvery { wholeEvery = n }
+        if let n = privacy.tileEvery { tileEvery = n }
+        followEvery = privacy.followEvery
         maxLatencyNs = UInt64(privacy.maxLatencyMs) * 1_000_000
         maxDetectionAgeNs = max(maxDetectionAgeNs, maxLatencyNs + 300_000_000)
+        maxQueuedFrames = max(wholeEvery, tileEvery) + 16
     }
 }

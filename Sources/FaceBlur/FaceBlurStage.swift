@@ -12,46 +12,109 @@ public struct FaceBlurSettings: Equatable, Sendable {
     /// CenterFace heatmap threshold; lower finds more faces (and a few non-faces).
     public var threshold: Float = 0.3
     public var tracker = FaceTracker.Settings()
-    /// Network input width of the whole-frame pass (a multiple of 32).
+    /// Network input width of the whole-frame pass (a multiple of 32): 960
+    /// finds faces from ~30 px at 720p, 640 from ~45 px (the tiles find
+    /// smaller ones, but seldom: live, a face must be found within the
+    /// delay line; offline, faces found late are traced back).
     public var detectWidth = 960
-    /// After this many whole-frame passes, one tile is searched at full
-    /// resolution for small faces (0: no tiles).
-    public var tileEvery = 1
+    /// Frames between whole-frame passes while the picture changes.
+    /// Live, a frame waits for the next one (so this bounds the delay);
+    /// offline, faces found late are traced back, so the search can be sparser.
+    public var wholeEvery = 8
+    /// Frames between full-resolution passes over a tile while it changes
+    /// (0: no tiles).
+    public var tileEvery = 16
+    /// Frames between searches around a face being followed, at most
+    /// (faces fast for their size are searched for more often).
+    public var followEvery = 8
+    /// Frames after which an unchanged part of the picture is searched again anyway.
+    public var recheckEvery = 60
+    /// Change (luma levels of an 8×8 block's mean) that counts as a change.
+    public var changeThreshold = 8
     /// Live: the longest a frame waits for a detection that saw it.
     public var maxLatencyNs: UInt64 = 400_000_000
     /// A frame whose nearest whole-frame detection is further away than this
     /// is blacked out: the stage has fallen too far behind to vouch for it.
     public var maxDetectionAgeNs: UInt64 = 700_000_000
-    /// Offline: frames held at most before waiting for the detector.
-    public var maxQueuedFrames = 4
+    /// Offline: frames held at most before waiting for the detector (more
+    /// than `tileEvery` and `wholeEvery`: a frame waits for both passes
+    /// after it; the longer the line, the further back a face found late is traced).
+    public var maxQueuedFrames = 32
     /// Pixel cells across the smaller side of a hidden region.
     public var cellsAcross = 5
     /// The smallest cell, in pixels: small faces get coarse blocks too.
     public var minimumCell = 8
-    /// OpenCV threads for the detector.
+    /// Detection threads, each with its own detector (passes on different
+    /// frames or faces run side by side).
+    public var workers = 1
+    /// OpenCV threads per detector (process-wide in OpenCV). Offline, one
+    /// thread per detector and two detectors beat one detector on two
+    /// threads: OpenCV parallelises small network inputs poorly (a 96×96
+    /// search takes as long on two threads as on one). Live, one detector
+    /// on two threads: half the memory, and a pass ends sooner.
     public var threads = 2
 
-    public init(modelPath: String) { self.modelPath = modelPath }
+    /// Defaults for live recording, or for the offline `blur` command
+    /// (`offline`: sparser whole-frame and tile passes, a delay line long
+    /// enough to trace faces back to where they appeared).
+    public init(modelPath: String, offline: Bool = false) {
+        self.modelPath = modelPath
+        if offline {
+            detectWidth = 640
+            wholeEvery = 16
+            tileEvery = 64
+            maxQueuedFrames = 80
+            workers = 2
+            threads = 1
+        }
+    }
+
+    func plannerSettings(realTime: Bool) -> DetectionPlanner.Settings {
+        var p = DetectionPlanner.Settings()
+        p.wholeWidth = detectWidth
+        p.wholeEvery = max(1, wholeEvery)
+        p.tileEvery = max(0, tileEvery)
+        p.followEvery = max(1, followEvery)
+        p.recheckEvery = max(1, recheckEvery)
+        p.changeThreshold = max(1, changeThreshold)
+        p.tilesBlock = !realTime
+        return p
+    }
 }
 
 /// Hides every face before the frame reaches the encoder.
 ///
 /// Design (speed with recall, and fail closed):
-/// - Detection never runs on the frame path. A detection thread takes a copy
-///   of the newest frame's luma plane whenever it is free, and alternates a
-///   whole-frame pass at `detectWidth` (faces down to ~30 px at 720p) with,
-///   every `tileEvery` passes, one tile of a 2×2 grid at full resolution
-///   (faces down to ~15 px), so each tile is revisited every ~8 passes.
-/// - Frames wait in a short delay line until a whole-frame detection on a
-///   frame at or after them has finished (look-ahead), so a face entering
-///   the picture is hidden from its first frame, not from the next
-///   detection on. Regions come from `FaceTracker`: the nearest
-///   observations before and after the frame, grown by the margin and by
-///   motion over the time gap, held for `hold` after a miss.
-/// - Live, a frame never waits longer than `maxLatency`; if by then no
-///   whole-frame detection lies within `maxDetectionAge` of it, it is blacked
-///   out and counted: an unprocessed frame never passes. Offline
-///   (`realTime: false`) the frame path waits for the detector instead.
+/// - Detection never runs on the frame path. Frames wait in a delay line;
+///   detection threads run the passes `DetectionPlanner` chooses on the
+///   held frames: whole-frame passes at `detectWidth` (960 live: faces
+///   from ~30 px at 720p; 640 offline: from ~45 px), full-resolution
+///   tiles for small faces (from ~22 px), and cheap searches around each
+///   face already found (96×96 network input, ~4 ms) every 2 to
+///   `followEvery` frames (more often the faster it moves for its size),
+///   which keep its position exact between the expensive passes. A face
+///   found for the first time is also searched for backwards through the
+///   held frames, so the frames before its discovery get its real position.
+/// - Change gating: a part of the picture that has not changed since it
+///   was searched is not searched again (until `recheckEvery` frames);
+///   while it changes it is searched every `wholeEvery` (whole frame) or
+///   `tileEvery` (tile) frames. A still scene costs almost nothing; a
+///   moving camera gets the full schedule.
+/// - A frame leaves the delay line once it is settled: every area was
+///   searched on it or after it (or has not changed since), every face
+///   followed was looked for on it or after it, no backward search is
+///   still heading towards it. Regions come from `FaceTracker`: the
+///   nearest observations before and after the frame, grown by the margin
+///   and by motion over the gap, held for `hold` after a miss.
+/// - Offline (`realTime: false`) the frame path waits for the detector
+///   (at most `maxQueuedFrames` held) and frames wait for the tiles too:
+///   nothing is guessed. Live, only the whole-frame pass and the followed
+///   faces hold a frame back (and each tile until its first search: the
+///   tile cycle is longer than the delay line, tiles are best effort
+///   there), and a frame never waits longer
+///   than `maxLatency`; if by then neither a whole-frame pass covers it
+///   nor one ran within `maxDetectionAge` of it, it is blacked out and
+///   counted: an unprocessed frame never passes.
 /// - A detector error makes the stage black out every frame from then on,
 ///   with a critical log line. A missing model fails `init` (the recorder
 ///   refuses to record).
@@ -59,65 +122,92 @@ public struct FaceBlurSettings: Equatable, Sendable {
 ///   in cells of 1/`cellsAcross` of the region; chroma the same at half size.
 ///
 /// Threading: `process`/`drain` on the streaming thread (one at a time);
-/// the detector on its own thread; shared state under `condition`.
+/// `workers` detection threads, each with its own detector (offline two,
+/// each on one OpenCV thread; live one on two); shared state (queue,
+/// planner, tracker) under `condition`; a pass copies the luma it needs
+/// under the lock and runs outside it.
+///
+/// Measured (720p, this machine, one OpenCV thread): a whole-frame pass
+/// costs ~45 ms at 640 wide (~105 ms at 960), a 480×416 tile ~44 ms, a
+/// 96×96 follow search ~4 ms; CenterFace finds faces down to ~22 px of
+/// network input, and around a known face (2.5× its size scaled to 96 px)
+/// it found every face from 20 to 400 px of the benchmark clip.
 public final class FaceBlurStage: FrameProcessor {
     public var name: String { "face blur (\(settings.mode.rawValue))" }
 
     public let settings: FaceBlurSettings
     private let realTime: Bool
     private let logger: Logger
-    private let detector: FaceDetector
+    private let detectors: [FaceDetector]
 
     private let condition = NSCondition()
     private var queue: [Pending] = []
-    private var tracker: FaceTracker
+    private var planner: DetectionPlanner?
+    private var plannerGeneration = 0
+    private var nextIndex = 0
     /// Capture times of finished whole-frame detections (recent ones).
     private var fullPassTimes: [UInt64] = []
-    private var job: DetectionJob?
     private var failure: String?
     private var stopping = false
-    private var thread: Thread?
-    private var passCounter = 0
-    private var nextTile = 0
+    private var threads: [Thread] = []
+    /// Detection threads still in their loop.
+    private var runningWorkers = 0
 
     /// Frame counts for logs, tests and benchmarks.
     public struct Counters: Equatable, Sendable {
         public var frames = 0
         public var framesWithFaces = 0
         public var blackedOut = 0
+        /// Live frames that left after `maxLatency` before every search owed
+        /// on them was done (with the regions known by then; not blacked out).
+        public var late = 0
         /// Frames that could not be anonymised and were not recorded at all.
         public var dropped = 0
         public var wholeFramePasses = 0
         public var tilePasses = 0
+        /// Searches around faces already found (forwards and backwards).
+        public var followPasses = 0
         public var detectionSeconds = 0.0
+        /// Detection time by kind: whole frame, tiles, follow.
+        public var wholeSeconds = 0.0, tileSeconds = 0.0, followSeconds = 0.0
     }
     private var countersStorage = Counters()
     public var counters: Counters { condition.withLock { countersStorage } }
 
     struct Pending {
         var sample: Sample
+        var index: Int
         var time: UInt64
         var arrival: UInt64
+        var width: Int
+        var height: Int
     }
 
+    /// A pass and the luma of its region, copied under the lock.
     struct DetectionJob {
+        var pass: DetectionPlanner.Pass
+        /// Which planner chose it (a new one starts when the frame size changes).
+        var generation: Int
         var luma: [UInt8]
         var width: Int
         var height: Int
-        var time: UInt64
     }
 
     public init(settings: FaceBlurSettings, realTime: Bool, logger: Logger = Logger(label: "allspark.faceblur")) throws {
         self.settings = settings
         self.realTime = realTime
         self.logger = logger
-        self.tracker = FaceTracker(settings: settings.tracker)
-        detector = try FaceDetector(modelPath: settings.modelPath, threads: settings.threads)
-        let thread = Thread { [weak self] in self?.detectionLoop() }
-        thread.name = "face-detection"
-        thread.stackSize = 4 << 20
-        self.thread = thread
-        thread.start()
+        detectors = try (0..<max(1, settings.workers)).map { _ in
+            try FaceDetector(modelPath: settings.modelPath, threads: settings.threads)
+        }
+        runningWorkers = detectors.count
+        for (i, detector) in detectors.enumerated() {
+            let thread = Thread { [weak self] in self?.detectionLoop(detector) }
+            thread.name = "face-detection-\(i + 1)"
+            thread.stackSize = 4 << 20
+            threads.append(thread)
+            thread.start()
+        }
     }
 
     /// Ends the detection thread (after `drain`); the stage is done.
@@ -125,11 +215,14 @@ public final class FaceBlurStage: FrameProcessor {
         let c = condition.withLock { () -> Counters in
             stopping = true
             condition.broadcast()
+            // Let a pass under way finish: OpenCV must not be torn down under it at exit.
+            let deadline = Date().addingTimeInterval(5)
+            while runningWorkers > 0, Date() < deadline { _ = condition.wait(until: deadline) }
             return countersStorage
         }
         guard c.frames > 0 else { return }
-        let passes = c.wholeFramePasses + c.tilePasses
-        logger.notice("face blur: \(c.frames) frames, \(c.framesWithFaces) with faces hidden, \(c.blackedOut) blacked out, \(c.dropped) dropped; \(c.wholeFramePasses) whole-frame and \(c.tilePasses) tile detections, \(passes > 0 ? Int(c.detectionSeconds / Double(passes) * 1000) : 0) ms each")
+        let passes = c.wholeFramePasses + c.tilePasses + c.followPasses
+        logger.notice("face blur: \(c.frames) frames, \(c.framesWithFaces) with faces hidden, \(c.blackedOut) blacked out, \(c.dropped) dropped\(realTime ? ", \(c.late) late" : ""); \(c.wholeFramePasses) whole-frame, \(c.tilePasses) tile and \(c.followPasses) follow detections (\(String(format: "%.1f + %.1f + %.1f s", c.wholeSeconds, c.tileSeconds, c.followSeconds)), \(passes > 0 ? Int(c.detectionSeconds / Double(passes) * 1000) : 0) ms each on average)")
     }
 
     private static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
@@ -138,40 +231,62 @@ public final class FaceBlurStage: FrameProcessor {
 
     public func process(_ frame: Sample) -> [Sample] {
         let time = UInt64(frame.runningTime ?? frame.presentationTime ?? 0)
+        // 8×8 block means of the luma, for change gating (outside the lock).
+        let blocks = try? frame.readingVideoFrame { f in
+            (PlaneEditor.blockMeans(f.luma.data, width: f.width, height: f.height, stride: f.luma.stride,
+                                    block: DetectionPlanner.block), f.width, f.height)
+        }
         condition.lock()
-        queue.append(Pending(sample: frame, time: time, arrival: Self.now()))
         countersStorage.frames += 1
-        if job == nil, failure == nil { offerJob(frame, time: time) }
+        let index = nextIndex
+        nextIndex += 1
+        var ready: [(Sample, [FaceRect]?)] = []
+        if let (means, width, height) = blocks {
+            if let p = planner, p.width != width || p.height != height {
+                // A new frame size: let everything held go (unsettled frames are blacked out), start over.
+                logger.warning("frame size changed from \(p.width)×\(p.height) to \(width)×\(height); face tracking starts over")
+                ready += takeReady(force: true)
+                planner = nil
+            }
+            if planner == nil {
+                plannerGeneration += 1
+                planner = DetectionPlanner(settings: settings.plannerSettings(realTime: realTime),
+                                           tracker: FaceTracker(settings: settings.tracker), width: width, height: height)
+            }
+            queue.append(Pending(sample: frame, index: index, time: time, arrival: Self.now(), width: width, height: height))
+            planner!.add(index: index, time: time, blocks: means)
+        } else {
+            queue.append(Pending(sample: frame, index: index, time: time, arrival: Self.now(), width: 0, height: 0))
+            fail("cannot read a frame for detection")
+        }
+        condition.broadcast()
         if !realTime {
             // Offline: wait for the detector rather than guess.
-            while queue.count > settings.maxQueuedFrames, !isCovered(queue[0].time), failure == nil {
-                if job == nil, let newest = queue.last { offerJob(newest.sample, time: newest.time) }
+            // Longer than any search interval, or the oldest frame could wait for a frame that cannot come.
+            let limit = max(settings.maxQueuedFrames, max(settings.wholeEvery, settings.tileEvery, settings.followEvery) + 4)
+            while queue.count > limit, failure == nil, let first = queue.first,
+                  !(planner?.isSettled(first.index) ?? true) {
                 condition.wait()
             }
         }
-        let ready = takeReady(force: false)
+        ready += takeReady(force: false)
         condition.unlock()
         return finish(ready)
     }
 
     public func drain() -> [Sample] {
         condition.lock()
-        // Let the detector see the tail, then release everything.
-        if failure == nil, let newest = queue.last {
-            let deadline = Date().addingTimeInterval(5)
-            while !isCovered(newest.time), failure == nil, Date() < deadline {
-                if job == nil { offerJob(newest.sample, time: newest.time) }
-                _ = condition.wait(until: deadline)
-            }
+        // Let the detector finish the tail (passes due later run on the last frame), then release everything.
+        planner?.drain()
+        condition.broadcast()
+        let deadline = Date().addingTimeInterval(realTime ? 5 : 120)
+        while failure == nil, let last = queue.last, let planner, !planner.isSettled(last.index) || !planner.isSettled(queue[0].index),
+              Date() < deadline {
+            _ = condition.wait(until: deadline)
         }
         let ready = takeReady(force: true)
         condition.unlock()
         return finish(ready)
-    }
-
-    /// A whole-frame detection ran on a frame at or after `time`.
-    private func isCovered(_ time: UInt64) -> Bool {
-        (fullPassTimes.last ?? 0) >= time && !fullPassTimes.isEmpty
     }
 
     /// Under the lock: frames that may leave now, with the regions to hide
@@ -180,11 +295,13 @@ public final class FaceBlurStage: FrameProcessor {
         var ready: [(Sample, [FaceRect]?)] = []
         let now = Self.now()
         while let first = queue.first {
-            let covered = isCovered(first.time)
+            let settled = failure == nil && (planner?.isSettled(first.index) ?? false)
             let waitedTooLong = realTime && now - first.arrival > settings.maxLatencyNs
-            guard covered || waitedTooLong || force || failure != nil else { break }
+            guard settled || waitedTooLong || force || failure != nil else { break }
             queue.removeFirst()
-            if failure != nil || !hasNearbyDetection(first.time) {
+            let vouched = failure == nil
+                && (settled || (planner?.areaCovers(0, first.index) ?? false) || hasNearbyDetection(first.time))
+            if !vouched {
                 countersStorage.blackedOut += 1
                 let n = countersStorage.blackedOut
                 if failure == nil, n == 1 || n % 100 == 0 {
@@ -192,11 +309,13 @@ public final class FaceBlurStage: FrameProcessor {
                 }
                 ready.append((first.sample, nil))
             } else {
-                let regions = tracker.regions(at: first.time)
+                if !settled, !force { countersStorage.late += 1 }
+                let regions = planner?.tracker.regions(at: first.time) ?? []
                 if !regions.isEmpty { countersStorage.framesWithFaces += 1 }
                 if logger.logLevel <= .trace { logger.trace("frame at \(first.time / 1_000_000) ms: hiding \(regions)") }
                 ready.append((first.sample, regions))
             }
+            if planner?.oldest?.index == first.index { planner?.removeOldest() }
         }
         return ready
     }
@@ -263,27 +382,8 @@ public final class FaceBlurStage: FrameProcessor {
         }
     }
 
-    /// Under the lock: hands the detector a copy of this frame's luma.
-    private func offerJob(_ frame: Sample, time: UInt64) {
-        do {
-            let job = try frame.readingVideoFrame { f -> DetectionJob in
-                var luma = [UInt8](repeating: 0, count: f.width * f.height)
-                luma.withUnsafeMutableBufferPointer { out in
-                    for row in 0..<f.height {
-                        (out.baseAddress! + row * f.width).update(from: f.luma.data + row * f.luma.stride, count: f.width)
-                    }
-                }
-                return DetectionJob(luma: luma, width: f.width, height: f.height, time: time)
-            }
-            self.job = job
-            condition.broadcast()
-        } catch {
-            fail("cannot read a frame for detection: \(error)")
-        }
-    }
-
     private func fail(_ reason: String) {
-        guard failure == nil else { return }
+        guard failure == nil, !stopping else { return }
         failure = reason
         logger.critical("face detection failed (\(reason)); every frame is blacked out from now on")
         condition.broadcast()
@@ -291,27 +391,27 @@ public final class FaceBlurStage: FrameProcessor {
 
     // MARK: Detection thread
 
-    private func detectionLoop() {
+    private func detectionLoop(_ detector: FaceDetector) {
+        defer { condition.withLock { runningWorkers -= 1; condition.broadcast() } }
         while true {
             condition.lock()
-            while job == nil && !stopping { condition.wait() }
-            if stopping { condition.unlock(); return }
-            let current = job!
-            passCounter += 1
-            let tileNow = settings.tileEvery > 0 && passCounter % (settings.tileEvery + 1) == 0
-            let tile = tileNow ? nextTile : nil
-            if tileNow { nextTile = (nextTile + 1) % 4 }
+            var job: DetectionJob?
+            while !stopping {
+                if failure == nil, let pass = planner?.nextPass() {
+                    job = copyRegion(for: pass)
+                    if job != nil { planner?.begin(pass); break }
+                }
+                condition.wait()
+            }
+            guard let job, !stopping else { condition.unlock(); return }
             condition.unlock()
 
             let started = Self.now()
             let result: Result<[FaceDetection], Error> = Result {
-                try current.luma.withUnsafeBufferPointer { luma in
-                    let region = tile.map { Self.tileRegion($0, width: current.width, height: current.height) }
-                    return try detector.detect(luma: luma.baseAddress!, width: current.width, height: current.height,
-                                               stride: current.width, region: region,
-                                               // Tiles run at full resolution: they are there for the small faces.
-                                               inputWidth: region.map { Int($0.width) } ?? settings.detectWidth,
-                                               threshold: settings.threshold)
+                try job.luma.withUnsafeBufferPointer { luma in
+                    try detector.detect(luma: luma.baseAddress!, width: job.width, height: job.height, stride: job.width,
+                                        region: FaceRect(x: 0, y: 0, width: Double(job.width), height: Double(job.height)),
+                                        input: job.pass.input, keepAspect: job.pass.keepAspect, threshold: settings.threshold)
                 }
             }
             let seconds = Double(Self.now() - started) / 1e9
@@ -319,49 +419,62 @@ public final class FaceBlurStage: FrameProcessor {
             condition.lock()
             countersStorage.detectionSeconds += seconds
             switch result {
-            case .success(var faces):
-                if let tile {
-                    // A face cut by an inner tile edge is whole in a neighbouring tile
-                    // or in the whole-frame pass; its partial box would mislead the tracker.
-                    let region = Self.tileRegion(tile, width: current.width, height: current.height)
-                    faces.removeAll { Self.touchesInnerEdge($0.rect, of: region, width: current.width, height: current.height) }
-                }
+            case .success(let faces):
+                let (ox, oy) = (job.pass.region.x, job.pass.region.y)
+                let found = faces.map { FaceRect(x: $0.rect.x + ox, y: $0.rect.y + oy, width: $0.rect.width, height: $0.rect.height) }
                 if logger.logLevel <= .debug {
-                    logger.debug("detection at \(current.time / 1_000_000) ms \(tile.map { "tile \($0)" } ?? "whole frame"): \(faces.map { "\($0.rect) \(String(format: "%.2f", $0.score))" })")
+                    logger.debug("detection on frame \(job.pass.frame), \(job.pass.kind) \(job.pass.region): \(zip(found, faces).map { "\($0.0) \(String(format: "%.2f", $0.1.score))" })")
                 }
-                tracker.update(detections: faces.map(\.rect), time: current.time)
-                if tile == nil {
-                    countersStorage.wholeFramePasses += 1
-                    fullPassTimes.append(current.time)
-                    if fullPassTimes.count > 64 { fullPassTimes.removeFirst(32) }
-                    // Frames up to maxLatency older than this one may still need a held track.
-                    tracker.prune(now: current.time - min(current.time, settings.maxLatencyNs))
-                } else {
-                    countersStorage.tilePasses += 1
+                if planner != nil, job.generation == plannerGeneration {
+                    let time = job.pass.time
+                    planner?.record(job.pass, found: found)
+                    switch job.pass.kind {
+                    case .whole:
+                        countersStorage.wholeFramePasses += 1
+                        countersStorage.wholeSeconds += seconds
+                        fullPassTimes.append(time)
+                        if fullPassTimes.count > 64 { fullPassTimes.removeFirst(32) }
+                    case .tile:
+                        countersStorage.tilePasses += 1
+                        countersStorage.tileSeconds += seconds
+                    case .follow:
+                        countersStorage.followPasses += 1
+                        countersStorage.followSeconds += seconds
+                    }
                 }
             case .failure(let error):
                 fail("\(error)")
             }
-            job = nil
             condition.broadcast()
             condition.unlock()
         }
     }
 
-    static func touchesInnerEdge(_ box: FaceRect, of tile: FaceRect, width: Int, height: Int) -> Bool {
-        let slack = 2.0
-        return (tile.x > 0 && box.x <= tile.x + slack)
-            || (tile.maxX < Double(width) && box.maxX >= tile.maxX - slack)
-            || (tile.y > 0 && box.y <= tile.y + slack)
-            || (tile.maxY < Double(height) && box.maxY >= tile.maxY - slack)
-    }
-
-    /// Quadrant `index` of a 2×2 grid, overlapping its neighbours by 10 % of
-    /// the frame so a face on a border is whole in one tile.
-    static func tileRegion(_ index: Int, width: Int, height: Int) -> FaceRect {
-        let w = Double(width) * 0.6, h = Double(height) * 0.6
-        let x = index % 2 == 0 ? 0 : Double(width) - w
-        let y = index / 2 == 0 ? 0 : Double(height) - h
-        return FaceRect(x: x, y: y, width: w, height: h)
+    /// Under the lock: a copy of the luma under `pass.region` of its frame.
+    private func copyRegion(for pass: DetectionPlanner.Pass) -> DetectionJob? {
+        guard let first = queue.first, pass.frame >= first.index, pass.frame - first.index < queue.count else { return nil }
+        let pending = queue[pass.frame - first.index]
+        let r = pass.region
+        let x0 = max(0, Int(r.x)), y0 = max(0, Int(r.y))
+        let x1 = min(pending.width, Int(r.maxX.rounded(.up))), y1 = min(pending.height, Int(r.maxY.rounded(.up)))
+        guard x1 > x0, y1 > y0 else { return nil }
+        do {
+            let (w, h) = (x1 - x0, y1 - y0)
+            let luma = try pending.sample.readingVideoFrame { f -> [UInt8] in
+                var out = [UInt8](repeating: 0, count: w * h)
+                out.withUnsafeMutableBufferPointer { dst in
+                    for row in 0..<h {
+                        (dst.baseAddress! + row * w).update(from: f.luma.data + (y0 + row) * f.luma.stride + x0, count: w)
+                    }
+                }
+                return out
+            }
+            var clipped = pass
+            clipped.region = FaceRect(x: Double(x0), y: Double(y0), width: Double(w), height: Double(h))
+            return DetectionJob(pass: clipped, generation: plannerGeneration, luma: luma, width: w, height: h)
+        } catch {
+            fail("cannot read a frame for detection: \(error)")
+            return nil
+        }
     }
 }

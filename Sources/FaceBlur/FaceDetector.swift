@@ -79,15 +79,28 @@ public final class FaceDetector {
     public func detect(luma: UnsafePointer<UInt8>, width: Int, height: Int, stride: Int,
                        region: FaceRect? = nil, inputWidth: Int, threshold: Float) throws -> [FaceDetection] {
         let r = region ?? FaceRect(x: 0, y: 0, width: Double(width), height: Double(height))
-        let rx = Int(r.x.rounded()), ry = Int(r.y.rounded()), rw = Int(r.width.rounded()), rh = Int(r.height.rounded())
+        let rw = Int(r.width.rounded()), rh = Int(r.height.rounded())
         // Never upscale beyond the region's own size (rounded up to the network's multiple of 32).
         let input = Self.inputSize(forRegionWidth: rw, height: rh, inputWidth: min(inputWidth, ((rw + 31) / 32) * 32))
+        return try detect(luma: luma, width: width, height: height, stride: stride, region: r,
+                          input: input, keepAspect: false, threshold: threshold)
+    }
+
+    /// Detects faces within `region` at network input size `input` (multiples
+    /// of 32). `keepAspect`: the region is scaled uniformly into the input's
+    /// top-left corner and the rest filled (any region shape, one input size);
+    /// otherwise it is stretched to the input.
+    public func detect(luma: UnsafePointer<UInt8>, width: Int, height: Int, stride: Int,
+                       region r: FaceRect, input: (width: Int, height: Int), keepAspect: Bool,
+                       threshold: Float) throws -> [FaceDetection] {
+        let rx = Int(r.x.rounded()), ry = Int(r.y.rounded()), rw = Int(r.width.rounded()), rh = Int(r.height.rounded())
         var faces = [afd_face](repeating: afd_face(), count: 64)
         var err = [CChar](repeating: 0, count: 512)
-        let n = afd_detect_gray(handle, luma, Int32(width), Int32(height), Int32(stride),
-                                Int32(rx), Int32(ry), Int32(rw), Int32(rh),
-                                Int32(input.width), Int32(input.height), threshold,
-                                &faces, Int32(faces.count), &err, err.count)
+        let detect = keepAspect ? afd_detect_gray_fit : afd_detect_gray
+        let n = detect(handle, luma, Int32(width), Int32(height), Int32(stride),
+                       Int32(rx), Int32(ry), Int32(rw), Int32(rh),
+                       Int32(input.width), Int32(input.height), threshold,
+                       &faces, Int32(faces.count), &err, err.count)
         guard n >= 0 else { throw FaceDetectorError(description: "face detection failed: \(String(cString: err))") }
         return faces.prefix(Int(n)).map {
             FaceDetection(rect: FaceRect(x: Double($0.x), y: Double($0.y), width: Double($0.width), height: Double($0.height)), score: $0.score)
@@ -97,6 +110,14 @@ public final class FaceDetector {
 
 /// Pixelation and fills on raw planes (I420/NV12), in place.
 public enum PlaneEditor {
+    /// Means of `block`×`block` cells of a plane, row-major, ceil(width/block) per row.
+    public static func blockMeans(_ plane: UnsafePointer<UInt8>, width: Int, height: Int, stride: Int, block: Int) -> [UInt8] {
+        let (w, h) = ((width + block - 1) / block, (height + block - 1) / block)
+        var out = [UInt8](repeating: 0, count: w * h)
+        out.withUnsafeMutableBufferPointer { _ = afd_block_means(plane, Int32(width), Int32(height), Int32(stride), Int32(block), $0.baseAddress!) }
+        return out
+    }
+
     /// Replaces each cell of the rectangle with its mean.
     public static func pixelate(_ plane: UnsafeMutablePointer<UInt8>, width: Int, height: Int, stride: Int,
                                 channels: Int = 1, rect: FaceRect, cell: Int) {

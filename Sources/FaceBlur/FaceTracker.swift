@@ -3,14 +3,21 @@ import Foundation
 /// Remembers where faces were seen and answers "which regions must be
 /// hidden in the frame captured at time t".
 ///
-/// Detection runs on some frames only (and on parts of the frame, in
-/// tiles), so a frame is usually between two detections. A track's region
-/// covers a frame when the frame lies within `hold` after the track was
-/// last seen or within `lookAhead` before it was first seen. The region
-/// is the union of the nearest observations before and after the frame,
-/// grown by `margin` (the whole head, not the tight box) and by `motion`
-/// box-sizes per second of distance to the nearest observation, so a face
-/// that moved between detections stays covered.
+/// Detection runs on some frames only (and on parts of the frame: tiles,
+/// or the surroundings of a face already followed), so a frame is usually
+/// between two detections. A track's region covers a frame when the frame
+/// lies within `hold` after the track was last seen or within `lookAhead`
+/// before it was first seen. The region is the union of the nearest
+/// observations before and after the frame, grown by `margin` (the whole
+/// head, not the tight box) and by `motion` box-sizes per second of
+/// distance to the nearest observation, so a face that moved between
+/// detections stays covered. Before the first and after the last sighting
+/// the region also takes in where the face's motion leads (straight-line,
+/// at most half a second), so a face entering the picture fast is covered
+/// on the frames before it was first found.
+///
+/// Observations may arrive out of time order (the offline stage searches
+/// backwards from where a face was first found); each is kept in order.
 ///
 /// Pure value logic; the stage guards it with its lock.
 public struct FaceTracker {
@@ -29,53 +36,153 @@ public struct FaceTracker {
         public init() {}
     }
 
-    struct Observation { var time: UInt64; var rect: FaceRect }
-    struct Track { var observations: [Observation] }
+    public struct Observation: Equatable { public var time: UInt64; public var rect: FaceRect }
+    struct Track { var id: Int; var observations: [Observation] }
 
     public var settings: Settings
     private var tracks: [Track] = []
+    private var nextID = 1
 
     public init(settings: Settings = Settings()) { self.settings = settings }
 
     public var trackCount: Int { tracks.count }
+    public var trackIDs: [Int] { tracks.map(\.id) }
 
-    /// Records a detection pass over `region` of the frame captured at `time`.
-    public mutating func update(detections: [FaceRect], time: UInt64) {
-        for rect in detections {
-            if let index = bestMatch(for: rect) {
-                tracks[index].observations.append(Observation(time: time, rect: rect))
-                tracks[index].observations.sort { $0.time < $1.time }
-                // Keep what can still matter: the first and the recent ones.
-                if tracks[index].observations.count > 64 {
-                    tracks[index].observations.removeSubrange(1..<(tracks[index].observations.count - 32))
-                }
-            } else {
-                tracks.append(Track(observations: [Observation(time: time, rect: rect)]))
+    /// A detection and the track it went to.
+    public struct Assignment: Equatable { public var id: Int; public var isNew: Bool }
+
+    /// Records a detection pass over (part of) the frame captured at `time`:
+    /// each detection continues the track it matches or starts one.
+    @discardableResult
+    public mutating func update(detections: [FaceRect], time: UInt64) -> [Assignment] {
+        detections.map { rect in
+            if let index = bestMatch(for: rect, at: time) {
+                insert(Observation(time: time, rect: rect), into: index)
+                return Assignment(id: tracks[index].id, isNew: false)
             }
+            tracks.append(Track(id: nextID, observations: [Observation(time: time, rect: rect)]))
+            nextID += 1
+            return Assignment(id: tracks[tracks.count - 1].id, isNew: true)
         }
     }
 
+    /// Records that track `id` was seen at `rect` at `time` (a search around it found it).
+    public mutating func add(_ rect: FaceRect, to id: Int, time: UInt64) {
+        guard let index = tracks.firstIndex(where: { $0.id == id }) else { return }
+        insert(Observation(time: time, rect: rect), into: index)
+    }
+
+    private mutating func insert(_ observation: Observation, into index: Int) {
+        var list = tracks[index].observations
+        let at = list.firstIndex { $0.time > observation.time } ?? list.count
+        if at > 0, list[at - 1].time == observation.time {
+            list[at - 1].rect = list[at - 1].rect.union(observation.rect)   // two passes saw it in one frame
+        } else {
+            list.insert(observation, at: at)
+        }
+        // Keep what can still matter: the first and the recent ones.
+        if list.count > 96 { list.removeSubrange(1..<(list.count - 64)) }
+        tracks[index].observations = list
+    }
+
     /// The track this detection continues: of similar size (within 2×) and
-    /// the nearest by centre distance, relative to the face size, below one
-    /// face size. Overlap alone would hand a fast-moving face to a small
-    /// neighbouring box and leave its own track behind.
-    private func bestMatch(for rect: FaceRect) -> Int? {
+    /// the nearest by centre distance to where the track is expected at that
+    /// time, relative to the face size, below one face size. Overlap alone
+    /// would hand a fast-moving face to a small neighbouring box and leave
+    /// its own track behind.
+    private func bestMatch(for rect: FaceRect, at time: UInt64) -> Int? {
         var best: (index: Int, distance: Double)?
         for (i, track) in tracks.enumerated() {
-            guard let last = track.observations.last?.rect else { continue }
-            let size = max(last.width, last.height, rect.width, rect.height)
-            let ratio = max(last.height, rect.height) / max(1, min(last.height, rect.height))
-            guard ratio <= 2 else { continue }
-            let dx = last.center.x - rect.center.x, dy = last.center.y - rect.center.y
-            let distance = (dx * dx + dy * dy).squareRoot() / size
+            guard let near = predicted(track.observations, at: time) else { continue }
+            let distance = Self.distance(near, rect)
             if distance < 1, distance < (best?.distance ?? .infinity) { best = (i, distance) }
         }
         return best?.index
     }
 
-    /// Forgets tracks last seen before `time - hold`.
-    public mutating func prune(now time: UInt64) {
-        tracks.removeAll { ($0.observations.last?.time ?? 0) + settings.holdNs < time }
+    /// Centre distance relative to the larger box, or infinity when the sizes differ by more than 2×.
+    static func distance(_ a: FaceRect, _ b: FaceRect) -> Double {
+        let size = max(a.width, a.height, b.width, b.height)
+        let ratio = max(a.height, b.height) / max(1, min(a.height, b.height))
+        guard ratio <= 2 else { return .infinity }
+        let dx = a.center.x - b.center.x, dy = a.center.y - b.center.y
+        return (dx * dx + dy * dy).squareRoot() / max(1, size)
+    }
+
+    public func observations(of id: Int) -> [Observation] {
+        tracks.first { $0.id == id }?.observations ?? []
+    }
+
+    /// Where track `id`'s face is expected at `time`: interpolated between
+    /// the observations around it, or extrapolated from the two nearest ones
+    /// (at most half a second's motion, size change within 0.7…1.4×).
+    public func predicted(_ id: Int, at time: UInt64) -> FaceRect? {
+        predicted(observations(of: id), at: time)
+    }
+
+    private func predicted(_ list: [Observation], at time: UInt64) -> FaceRect? {
+        guard let first = list.first else { return nil }
+        if list.count == 1 { return first.rect }
+        let after = list.firstIndex { $0.time >= time }
+        let (a, b): (Observation, Observation)
+        if let after, after > 0 {
+            (a, b) = (list[after - 1], list[after])
+        } else if after == 0 {
+            (a, b) = (list[1], list[0])
+        } else {
+            (a, b) = (list[list.count - 2], list[list.count - 1])
+        }
+        let span = Double(Int64(bitPattern: b.time &- a.time))
+        guard span != 0 else { return b.rect }
+        var f = Double(Int64(bitPattern: time &- a.time)) / span
+        // Extrapolation: no further than half a second beyond b.
+        let limit = 1 + 0.5e9 / abs(span)
+        f = min(f, limit)
+        let lerp = { (x: Double, y: Double) in x + (y - x) * f }
+        let scale = min(1.4, max(0.7, lerp(a.rect.height, b.rect.height) / b.rect.height))
+        let cx = lerp(a.rect.center.x, b.rect.center.x), cy = lerp(a.rect.center.y, b.rect.center.y)
+        let w = f >= 0 && f <= 1 ? lerp(a.rect.width, b.rect.width) : b.rect.width * scale
+        let h = f >= 0 && f <= 1 ? lerp(a.rect.height, b.rect.height) : b.rect.height * scale
+        return FaceRect(x: cx - w / 2, y: cy - h / 2, width: w, height: h)
+    }
+
+    /// A track other than `id` observed within `within` of `time` at
+    /// (IoU > 0.5) `rect`: that face is already someone's.
+    public func owner(of rect: FaceRect, at time: UInt64, excluding id: Int, within: UInt64) -> Int? {
+        tracks.first { track in
+            track.id != id && track.observations.contains {
+                (max($0.time, time) - min($0.time, time)) <= within && $0.rect.intersectionOverUnion(rect) > 0.5
+            }
+        }?.id
+    }
+
+    /// Whether tracks `a` and `b` agree wherever both were observed (each
+    /// observation of one overlaps the other's interpolated box by IoU > 0.3):
+    /// the same face, found twice. Tracks observed at different times only are not compared.
+    public func agree(_ a: Int, _ b: Int) -> Bool {
+        let (la, lb) = (observations(of: a), observations(of: b))
+        guard let fb = lb.first?.time, let lastB = lb.last?.time else { return false }
+        for o in la where o.time >= fb && o.time <= lastB {
+            guard let e = predicted(lb, at: o.time), e.intersectionOverUnion(o.rect) > 0.3 else { return false }
+        }
+        return true
+    }
+
+    /// Folds track `other` into track `id` (the same face, found twice).
+    public mutating func merge(_ other: Int, into id: Int) {
+        guard other != id, let from = tracks.firstIndex(where: { $0.id == other }),
+              tracks.contains(where: { $0.id == id }) else { return }
+        let moved = tracks.remove(at: from).observations
+        let into = tracks.firstIndex { $0.id == id }!
+        for observation in moved { insert(observation, into: into) }
+    }
+
+    /// Forgets tracks last seen before `time - hold`; returns their ids.
+    @discardableResult
+    public mutating func prune(now time: UInt64) -> [Int] {
+        let gone = tracks.filter { ($0.observations.last?.time ?? 0) + settings.holdNs < time }.map(\.id)
+        tracks.removeAll { gone.contains($0.id) }
+        return gone
     }
 
     /// Regions to hide in the frame captured at `time`.
@@ -87,6 +194,10 @@ public struct FaceTracker {
                 .compactMap { $0 }
             guard var base = nearest.first?.rect else { return nil }
             for observation in nearest.dropFirst() { base = base.union(observation.rect) }
+            if nearest.count == 1, track.observations.count >= 2, let ahead = predicted(track.observations, at: time) {
+                // Before the first or after the last sighting: also where its motion leads.
+                base = base.union(ahead)
+            }
             let distance = nearest.map { $0.time > time ? $0.time - time : time - $0.time }.min() ?? 0
             let grow = settings.margin + min(settings.maxMotionGrowth, settings.motion * Double(distance) / 1e9)
             return base.expanded(by: grow)

@@ -51,8 +51,15 @@ public struct RecorderConfig: Equatable, Sendable {
         /// Fraction of the face box added on each side (the whole head).
         public var margin: Double
         public var holdMs: Int
-        public var detectWidth: Int
-        public var tileEvery: Int
+        /// Whole-frame detector input width (nil: the stage's default, live or offline).
+        public var detectWidth: Int?
+        /// Frames between whole-frame passes and tile passes while the
+        /// picture changes (nil: the stage's default, which differs between
+        /// live recording and the offline `blur` command), and at most
+        /// between searches around a known face.
+        public var wholeEvery: Int?
+        public var tileEvery: Int?
+        public var followEvery: Int
         public var maxLatencyMs: Int
     }
 
@@ -125,7 +132,9 @@ public enum ConfigLoader {
         Key(name: "privacy.margin", kind: .number),
         Key(name: "privacy.hold_ms", kind: .integer),
         Key(name: "privacy.detect_width", kind: .integer),
+        Key(name: "privacy.whole_every", kind: .integer),
         Key(name: "privacy.tile_every", kind: .integer),
+        Key(name: "privacy.follow_every", kind: .integer),
         Key(name: "privacy.max_latency_ms", kind: .integer),
     ]
     static let variablesPrefix = "pipeline.vars."
@@ -216,11 +225,14 @@ public enum ConfigLoader {
         let threshold = try reader.number("privacy.threshold", default: 0.3, range: 0.05...0.95)
         let margin = try reader.number("privacy.margin", default: 0.3, range: 0...2)
         let holdMs = try reader.integer("privacy.hold_ms", default: 1000, range: 0...10_000)
-        let detectWidth = try reader.integer("privacy.detect_width", default: 960, range: 128...1920)
-        guard detectWidth % 32 == 0 else {
+        let detectWidth = reader.has("privacy.detect_width") ? try reader.integer("privacy.detect_width", default: 0, range: 128...1920) : nil
+        if let detectWidth, detectWidth % 32 != 0 {
             throw ConfigError("\(reader.origin("privacy.detect_width")): privacy.detect_width = \(detectWidth) must be a multiple of 32 (e.g. 640)")
         }
-        let tileEvery = try reader.integer("privacy.tile_every", default: 1, range: 0...10)
+        // Unset: the stage picks (live and offline differ).
+        let wholeEvery = reader.has("privacy.whole_every") ? try reader.integer("privacy.whole_every", default: 0, range: 1...120) : nil
+        let tileEvery = reader.has("privacy.tile_every") ? try reader.integer("privacy.tile_every", default: 0, range: 0...240) : nil
+        let followEvery = try reader.integer("privacy.follow_every", default: 8, range: 1...30)
         let maxLatencyMs = try reader.integer("privacy.max_latency_ms", default: 400, range: 50...5000)
         if deviceName.trimmingCharacters(in: .whitespaces).isEmpty {
             throw ConfigError("\(reader.origin("device.name")): device.name must not be empty (leave it out to use the host name)")
@@ -245,7 +257,8 @@ public enum ConfigLoader {
             recording: .init(pipeline: pipeline, storageDirectory: storage, videoFormat: format,
                              chunkDurationMs: duration, bufferMaxMB: bufferMax),
             privacy: .init(faceBlur: faceBlur, model: model, mode: mode, threshold: threshold, margin: margin,
-                           holdMs: holdMs, detectWidth: detectWidth, tileEvery: tileEvery, maxLatencyMs: maxLatencyMs),
+                           holdMs: holdMs, detectWidth: detectWidth, wholeEvery: wholeEvery, tileEvery: tileEvery,
+                           followEvery: followEvery, maxLatencyMs: maxLatencyMs),
             pipelineVariables: variables,
             sourceFile: file)
     }
@@ -282,6 +295,8 @@ public enum ConfigLoader {
         let file: String
 
         func origin(_ key: String) -> String { settings[key]?.origin ?? file }
+
+        func has(_ key: String) -> Bool { settings[key] != nil }
 
         private func typeError(_ key: String, expected: String, got: TOMLValue) -> ConfigError {
             ConfigError("\(origin(key)): \(key) must be \(expected), not \(got.typeName)")

@@ -9,7 +9,9 @@ struct Blur: ParsableCommand {
         abstract: "Pixelate every face in a video file (the recorder's own privacy stage, offline).",
         discussion: """
             The output container follows its extension (.mp4 or .mov); the frame count is kept.
-            Stage options come from [privacy] of --config (default: config/default.toml's defaults) and --set:
+            Stage options come from [privacy] of --config (default: config/default.toml's defaults) and --set.
+            Unless set, the search is sparser than live (detect_width 640, whole_every 16, tile_every 64):
+            faces found late are traced back through the frames held.
               allspark-recorder blur in.mp4 out.mp4 --set privacy.mode=fill --set privacy.threshold=0.25
             """)
 
@@ -22,6 +24,9 @@ struct Blur: ParsableCommand {
     @Option(help: "Take [privacy] settings (and the model path) from this config file.")
     var config: String?
 
+    @Option(help: "x264 speed preset: ultrafast (default; fastest, biggest files) … veryslow. Same picture quality; slower presets make smaller files.")
+    var encoderPreset = "ultrafast"
+
     @OptionGroup var common: CommonOptions
 
     func run() throws {
@@ -33,7 +38,8 @@ struct Blur: ParsableCommand {
         let showProgress = isatty(STDERR_FILENO) != 0
         let report: OfflineBlur.Report
         do {
-            report = try OfflineBlur.run(input: input, output: output, settings: FaceBlurSettings(privacy)) { p in
+            report = try OfflineBlur.run(input: input, output: output, settings: FaceBlurSettings(privacy, offline: true),
+                                         encoderPreset: encoderPreset) { p in
                 guard showProgress else { return }
                 let total = p.duration.map { String(format: " / %.1f s", $0) } ?? ""
                 let fps = p.elapsed > 0 ? Double(p.frames) / p.elapsed : 0

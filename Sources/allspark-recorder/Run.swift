@@ -146,7 +146,7 @@ enum PrivacyStage {
     static func make(for config: RecorderConfig, realTime: Bool = true) throws -> FrameProcessor {
         guard config.privacy.faceBlur else { return PassThroughProcessor() }
         do {
-            return try FaceBlurStage(settings: FaceBlurSettings(config.privacy), realTime: realTime)
+            return try FaceBlurStage(settings: FaceBlurSettings(config.privacy, offline: !realTime), realTime: realTime)
         } catch {
             throw RecorderStartError("""
                 privacy.face_blur = true, but faces cannot be detected: \(error). \

@@ -83,7 +83,7 @@ final class FaceBlurClipTests: XCTestCase {
         var logger = Logger(label: "test.faceblur")
         if ProcessInfo.processInfo.environment["ALLSPARK_DEBUG_CLIPS"] != nil { logger.logLevel = .trace }
         let report = try OfflineBlur.run(input: input.path, output: output.path,
-                                         settings: settings ?? FaceBlurSettings(modelPath: faceModelPath), logger: logger)
+                                         settings: settings ?? FaceBlurSettings(modelPath: faceModelPath, offline: true), logger: logger)
         var verdict = Verdict(name: clip.name, framesIn: report.framesIn, framesOut: report.framesOut)
         let before = try decodeFrames(input), after = try decodeFrames(output)
         XCTAssertEqual(before.count, clip.frames.count)
@@ -189,7 +189,7 @@ final class FaceBlurClipTests: XCTestCase {
     }
 
     func testFillModeBlanksTheFace() throws {
-        var settings = FaceBlurSettings(modelPath: faceModelPath)
+        var settings = FaceBlurSettings(modelPath: faceModelPath, offline: true)
         settings.mode = .fill
         let clip = Self.clip("fill", photo: Self.astronaut, face: Self.astronautFace) { t in
             (fx: 200 + 100 * t, fy: 60, faceHeight: 100, gain: 1)

@@ -51,18 +51,55 @@ final class FaceTrackerTests: XCTestCase {
         XCTAssertEqual(tracker.trackCount, 0)
     }
 
+    func testCoversWhereAFastFaceWasBeforeItWasFirstFound() {
+        var tracker = FaceTracker(settings: settings)
+        // Seen at x = 100 and x = 120 a tenth of a second apart: moving right fast.
+        tracker.update(detections: [FaceRect(x: 100, y: 100, width: 30, height: 30)], time: second)
+        tracker.update(detections: [FaceRect(x: 120, y: 100, width: 30, height: 30)], time: second + second / 10)
+        XCTAssertEqual(tracker.trackCount, 1)
+        let before = tracker.regions(at: second - second / 10)   // it was at about x = 80 then
+        XCTAssertEqual(before.count, 1)
+        XCTAssertLessThanOrEqual(before[0].x, 80, "the region reaches back along its motion: \(before)")
+        let after = tracker.regions(at: second + second / 5)   // and about x = 140 after the last sighting
+        XCTAssertGreaterThanOrEqual(after[0].maxX, 170)
+    }
+
+    func testObservationsOutOfOrderAndDuplicateTracks() {
+        var tracker = FaceTracker(settings: settings)
+        let a = tracker.update(detections: [FaceRect(x: 100, y: 100, width: 40, height: 40)], time: 2 * second)
+        XCTAssertEqual(a.map(\.isNew), [true])
+        // Found again later, and traced back to an earlier frame.
+        tracker.add(FaceRect(x: 110, y: 100, width: 40, height: 40), to: a[0].id, time: 3 * second)
+        tracker.add(FaceRect(x: 90, y: 100, width: 40, height: 40), to: a[0].id, time: second)
+        XCTAssertEqual(tracker.observations(of: a[0].id).map(\.time), [second, 2 * second, 3 * second])
+        let p = tracker.predicted(a[0].id, at: second + second / 2)
+        XCTAssertEqual(p?.x ?? 0, 95, accuracy: 0.01, "interpolated between the sightings around it")
+        // A second track on the same face agrees with the first; a face elsewhere does not.
+        let b = tracker.update(detections: [FaceRect(x: 300, y: 100, width: 40, height: 40)], time: 2 * second)
+        XCTAssertTrue(b[0].isNew)
+        XCTAssertFalse(tracker.agree(b[0].id, a[0].id))
+        XCTAssertEqual(tracker.owner(of: FaceRect(x: 101, y: 100, width: 40, height: 40), at: 2 * second, excluding: b[0].id,
+                                     within: second / 10), a[0].id)
+        tracker.merge(b[0].id, into: a[0].id)
+        XCTAssertEqual(tracker.trackCount, 1)
+    }
+
     func testTileDetectionsOnInnerEdgesAreDropped() {
-        let tile = FaceBlurStage.tileRegion(0, width: 1000, height: 1000)   // top-left, inner edges at 600
-        XCTAssertTrue(FaceBlurStage.touchesInnerEdge(FaceRect(x: 560, y: 100, width: 40, height: 50), of: tile, width: 1000, height: 1000))
-        XCTAssertFalse(FaceBlurStage.touchesInnerEdge(FaceRect(x: 0, y: 0, width: 40, height: 50), of: tile, width: 1000, height: 1000),
+        let tile = FaceRect(x: 0, y: 0, width: 600, height: 600)   // top-left of a 1000×1000 frame
+        XCTAssertTrue(DetectionPlanner.touchesInnerEdge(FaceRect(x: 560, y: 100, width: 40, height: 50), of: tile, width: 1000, height: 1000))
+        XCTAssertFalse(DetectionPlanner.touchesInnerEdge(FaceRect(x: 0, y: 0, width: 40, height: 50), of: tile, width: 1000, height: 1000),
                        "the frame's own edges are real edges")
     }
 
-    func testTileRegionsCoverTheFrameWithOverlap() {
-        let tiles = (0..<4).map { FaceBlurStage.tileRegion($0, width: 1280, height: 720) }
+    func testTilesCoverTheFrameWithOverlap() {
+        let tiles = DetectionPlanner.tiles(width: 1280, height: 720, tileWidth: 480, tileHeight: 416)
+        XCTAssertEqual(tiles.count, 6)
         XCTAssertEqual(tiles[0].x, 0); XCTAssertEqual(tiles[0].y, 0)
-        XCTAssertEqual(tiles[3].maxX, 1280); XCTAssertEqual(tiles[3].maxY, 720)
-        XCTAssertGreaterThan(tiles[0].maxX, tiles[1].x, "neighbours overlap")
-        XCTAssertGreaterThan(tiles[0].maxY, tiles[2].y)
+        XCTAssertEqual(tiles[5].maxX, 1280); XCTAssertEqual(tiles[5].maxY, 720)
+        for t in tiles { XCTAssertLessThanOrEqual(t.width, 480); XCTAssertLessThanOrEqual(t.height, 416) }
+        XCTAssertGreaterThanOrEqual(tiles[0].maxX - tiles[1].x, 64, "neighbours overlap by a small face at least")
+        XCTAssertGreaterThanOrEqual(tiles[0].maxY - tiles[3].y, 64)
+        let small = DetectionPlanner.tiles(width: 640, height: 360, tileWidth: 480, tileHeight: 416)
+        XCTAssertEqual(small.map(\.height), [360, 360], "a frame lower than a tile: one row, not stretched")
     }
 }

@@ -49,6 +49,23 @@ int afd_detect_gray(afd_detector *d, const uint8_t *luma, int width, int height,
                     int input_width, int input_height, float threshold,
                     afd_face *out, int max_faces, char *err, size_t err_len);
 
+/* Same, but the ROI keeps its aspect ratio: it is scaled by
+   min(input_width / roi_w, input_height / roi_h) (up or down) into the
+   top-left corner of the input and the rest is filled with the ROI's mean
+   luma. Faces whose centre falls in the filler are dropped. One network
+   input size can then serve ROIs of any shape (OpenCV 4.6 wants one size
+   per network, see face_detector.cpp). */
+int afd_detect_gray_fit(afd_detector *d, const uint8_t *luma, int width, int height, int stride,
+                        int roi_x, int roi_y, int roi_w, int roi_h,
+                        int input_width, int input_height, float threshold,
+                        afd_face *out, int max_faces, char *err, size_t err_len);
+
+/* Block means of an 8-bit plane: out[r * out_w + c] is the rounded mean of
+   the block x block pixels at (c * block, r * block), clipped to the plane,
+   with out_w = ceil(width / block) and out_h = ceil(height / block)
+   (out holds out_w * out_h bytes). Returns 0, or -1 on invalid arguments. */
+int afd_block_means(const uint8_t *plane, int width, int height, int stride, int block, uint8_t *out);
+
 /* Free a detector (NULL is fine). */
 void afd_free(afd_detector *d);
 

@@ -1,0 +1,471 @@
+import Foundation
+
+/// Decides which detection to run next, on which frame and where, and
+/// when a frame in the delay line has been searched enough to leave.
+///
+/// Three kinds of search (all CenterFace, at three fixed network sizes):
+/// - **whole**: the whole frame at `wholeWidth` (640: faces from ~45 px at
+///   720p, up to frame-filling);
+/// - **tile**: one tile of a grid at full resolution (faces from ~22 px;
+///   tiles overlap by ≥ 64 px so a face too small for the whole-frame pass
+///   is whole in one of them);
+/// - **follow**: the surroundings of a face already found (a square of
+///   `followScale` × its size around where it is expected, scaled to
+///   96×96 px: small faces are enlarged, big ones shrunk), which keeps a
+///   track's position exact from frame to frame at a few % of the cost of
+///   a whole-frame pass.
+///
+/// Change gating: each frame's luma is reduced to 8×8-pixel block means.
+/// The whole frame and each tile (an "area") remember the block means of
+/// the frame they were last searched on; an area is *dirty* from the first
+/// later frame on which some block differs by `changeThreshold` or more.
+/// A picture that did not change cannot hold a face that was not there
+/// when it was searched, so an area is searched again only once it is
+/// dirty (after at least `wholeEvery`/`tileEvery` frames), or after
+/// `recheckEvery` frames anyway (detector misses, slow drift). A moving
+/// camera makes everything dirty: then this is a plain fixed schedule.
+///
+/// A frame is *settled* (may leave) when
+/// - every area was searched on it or a later frame, or has not changed
+///   since it was searched (live: the whole-frame area only, and each tile
+///   until its first search; tiles are best effort there, because their
+///   cycle is longer than the delay line);
+/// - every face being followed was searched for on it or a later frame;
+/// - no face found later is still being traced back towards it: a face
+///   found for the first time at frame j is followed backwards (j-1, j-2, …)
+///   while it is still found and the frames are still held, so the frames
+///   before its discovery get its real position, not a guess.
+///
+/// Order: passes that hold frames back first, the one on the oldest frame
+/// first (it unblocks the delay line); then best-effort ones (live tiles,
+/// on the newest frame; searches of unchanged areas).
+///
+/// Pure logic over frame indices, block means and the tracker; the stage
+/// runs it under its lock and does the detections.
+struct DetectionPlanner {
+    struct Settings: Equatable {
+        var wholeWidth = 640
+        /// Frames between whole-frame passes while the picture changes.
+        var wholeEvery = 8
+        /// Full-resolution tile network input (a multiple of 32 each way).
+        var tileWidth = 480, tileHeight = 416
+        /// Frames between passes over a tile while it changes (0: no tiles).
+        var tileEvery = 16
+        /// Frames after which an unchanged area is searched again anyway.
+        var recheckEvery = 60
+        /// Frames between searches around a followed face, at most: a face
+        /// that moves fast for its size is searched for more often (see `followInterval`).
+        var followEvery = 8
+        /// Side of the searched square around a followed face, in face sizes.
+        var followScale = 2.5
+        var followInput = 96
+        /// Misses in a row after which a face is no longer followed (the
+        /// tracker's hold still covers it; a whole-frame or tile pass can
+        /// pick it up again).
+        var followMisses = 3
+        /// Misses in a row that end a backwards trace.
+        var backtraceMisses = 2
+        /// Block-mean difference (luma levels) that makes an area dirty.
+        var changeThreshold = 8
+        /// Offline: frames wait for tiles too; live: only for the whole-frame pass.
+        var tilesBlock = true
+    }
+
+    enum Kind: Equatable, CustomStringConvertible {
+        case whole
+        case tile(Int)
+        case follow(track: Int, backwards: Bool)
+        var description: String {
+            switch self {
+            case .whole: return "whole frame"
+            case .tile(let i): return "tile \(i)"
+            case .follow(let id, let back): return "\(back ? "trace back" : "follow") face \(id)"
+            }
+        }
+    }
+
+    struct Pass: Equatable {
+        var kind: Kind
+        var frame: Int
+        var time: UInt64
+        var region: FaceRect
+        var input: (width: Int, height: Int)
+        var keepAspect: Bool
+        /// Whole frame and tiles: the area's block means on this frame (its new reference).
+        var reference: [UInt8] = []
+        static func == (a: Pass, b: Pass) -> Bool {
+            a.kind == b.kind && a.frame == b.frame && a.region == b.region && a.input == b.input && a.keepAspect == b.keepAspect
+        }
+    }
+
+    struct Frame {
+        var index: Int
+        var time: UInt64
+        var blocks: [UInt8]
+    }
+
+    /// The whole frame or one tile, and what it looked like when last searched.
+    struct Area {
+        var rect: FaceRect
+        /// Block columns/rows it spans.
+        var bx0: Int, by0: Int, bx1: Int, by1: Int
+        var lastSearch: Int?
+        var reference: [UInt8] = []
+        var dirtySince: Int?
+    }
+
+    /// What the planner knows about following a track.
+    struct Follow {
+        /// The latest frame on which the face was searched for (found or not).
+        var checkedThrough: Int
+        var born: Int
+        var misses = 0
+        var lost = false
+        /// The earliest frame searched backwards; nil when the trace is over.
+        var frontier: Int?
+        var backMisses = 0
+    }
+
+    static let block = 8
+
+    let settings: Settings
+    let width: Int, height: Int
+    private let blocksPerRow: Int
+    private(set) var areas: [Area] = []
+    private(set) var frames: [Frame] = []
+    private(set) var follows: [Int: Follow] = [:]
+    var tracker: FaceTracker
+    private(set) var draining = false
+    /// Passes being run (several detection threads): not offered again until recorded.
+    private(set) var inFlight: [Kind] = []
+
+    init(settings: Settings, tracker: FaceTracker, width: Int, height: Int) {
+        self.settings = settings
+        self.tracker = tracker
+        self.width = width
+        self.height = height
+        blocksPerRow = (width + Self.block - 1) / Self.block
+        areas.append(Self.area(FaceRect(x: 0, y: 0, width: Double(width), height: Double(height)), width: width, height: height))
+        if settings.tileEvery > 0 {
+            for rect in Self.tiles(width: width, height: height, tileWidth: settings.tileWidth, tileHeight: settings.tileHeight) {
+                areas.append(Self.area(rect, width: width, height: height))
+            }
+        }
+    }
+
+    private static func area(_ rect: FaceRect, width: Int, height: Int) -> Area {
+        let bw = (width + block - 1) / block, bh = (height + block - 1) / block
+        return Area(rect: rect, bx0: Int(rect.x) / block, by0: Int(rect.y) / block,
+                    bx1: min(bw, (Int(rect.maxX) + block - 1) / block), by1: min(bh, (Int(rect.maxY) + block - 1) / block))
+    }
+
+    /// A grid of tiles of at most `tileWidth`×`tileHeight` covering the
+    /// frame, evenly spaced, neighbours overlapping by at least 64 px.
+    static func tiles(width: Int, height: Int, tileWidth: Int, tileHeight: Int) -> [FaceRect] {
+        func spans(_ length: Int, _ tile: Int) -> [(Double, Double)] {
+            guard length > tile else { return [(0, Double(length))] }
+            let overlap = 64
+            let n = Int((Double(length - overlap) / Double(tile - overlap)).rounded(.up))
+            return (0..<n).map { k in (Double(((length - tile) * k + (n - 1) / 2) / (n - 1)), Double(tile)) }
+        }
+        return spans(height, tileHeight).flatMap { y in
+            spans(width, tileWidth).map { x in FaceRect(x: x.0, y: y.0, width: x.1, height: y.1) }
+        }
+    }
+
+    /// Whether `box` (found in `region`) touches an edge of the region that
+    /// is not an edge of the frame: it may be a face cut in two.
+    static func touchesInnerEdge(_ box: FaceRect, of region: FaceRect, width: Int, height: Int) -> Bool {
+        let slack = 2.0
+        return (region.x > 0 && box.x <= region.x + slack)
+            || (region.maxX < Double(width) && box.maxX >= region.maxX - slack)
+            || (region.y > 0 && box.y <= region.y + slack)
+            || (region.maxY < Double(height) && box.maxY >= region.maxY - slack)
+    }
+
+    var oldest: Frame? { frames.first }
+    var newest: Frame? { frames.last }
+
+    func frame(_ index: Int) -> Frame? {
+        guard let first = frames.first, index >= first.index, index - first.index < frames.count else { return nil }
+        return frames[index - first.index]
+    }
+
+    // MARK: Frames in and out
+
+    /// A new frame entered the delay line.
+    mutating func add(index: Int, time: UInt64, blocks: [UInt8]) {
+        let frame = Frame(index: index, time: time, blocks: blocks)
+        frames.append(frame)
+        for i in areas.indices where areas[i].dirtySince == nil && changed(i, frame) {
+            areas[i].dirtySince = index
+        }
+    }
+
+    /// The oldest frame left the delay line.
+    mutating func removeOldest() {
+        guard !frames.isEmpty else { return }
+        frames.removeFirst()
+        guard let oldest = frames.first else { return }
+        // Tracks no queued frame can need any more.
+        for id in tracker.prune(now: oldest.time) { follows[id] = nil }
+        // A trace cannot go below the oldest frame still held.
+        for id in follows.keys where (follows[id]?.frontier ?? Int.max) <= oldest.index { follows[id]?.frontier = nil }
+    }
+
+    /// End of stream: passes due after the last frame run on it instead.
+    mutating func drain() { draining = true }
+
+    private func changed(_ area: Int, _ frame: Frame) -> Bool {
+        let a = areas[area]
+        guard a.lastSearch != nil else { return true }
+        let threshold = settings.changeThreshold
+        var k = 0
+        for by in a.by0..<a.by1 {
+            let row = by * blocksPerRow
+            for bx in a.bx0..<a.bx1 {
+                if abs(Int(frame.blocks[row + bx]) - Int(a.reference[k])) >= threshold { return true }
+                k += 1
+            }
+        }
+        return false
+    }
+
+    private func cells(of area: Area, in frame: Frame) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity((area.bx1 - area.bx0) * (area.by1 - area.by0))
+        for by in area.by0..<area.by1 {
+            let row = by * blocksPerRow
+            out.append(contentsOf: frame.blocks[(row + area.bx0)..<(row + area.bx1)])
+        }
+        return out
+    }
+
+    // MARK: Settling
+
+    /// Area `i` needs no (more) search for frame `index`.
+    func areaCovers(_ i: Int, _ index: Int) -> Bool {
+        let a = areas[i]
+        guard let last = a.lastSearch else { return false }
+        return last >= index || (a.dirtySince ?? Int.max) > index
+    }
+
+    /// Whether frame `index` has been searched enough to leave the delay line.
+    func isSettled(_ index: Int) -> Bool {
+        for i in areas.indices {
+            // Live, tiles hold frames back only until their first search (the start of a recording).
+            if i == 0 || settings.tilesBlock || areas[i].lastSearch == nil, !areaCovers(i, index) { return false }
+        }
+        for follow in follows.values {
+            if follow.born <= index, !follow.lost, follow.checkedThrough < index { return false }
+            if let f = follow.frontier, f > index { return false }
+        }
+        return true
+    }
+
+    // MARK: Choosing the next pass
+
+    /// The pass to run next, or nil when nothing is due on a held frame.
+    func nextPass() -> Pass? {
+        guard let oldest, let newest else { return nil }
+        // Passes that hold frames back first (oldest frame first), then best-effort ones.
+        var best: (late: Int, frame: Int, rank: Int, pass: Pass)?
+        func offer(_ frame: Int, _ rank: Int, bestEffort: Bool = false, _ make: () -> Pass?) {
+            let late = bestEffort ? 1 : 0
+            if let b = best, (b.late, b.frame, b.rank) <= (late, frame, rank) { return }
+            if let pass = make() { best = (late, frame, rank, pass) }
+        }
+        /// Where a pass due at frame `due` runs: not before the oldest held
+        /// frame, and not on a frame that has not arrived (unless draining).
+        func target(_ due: Int) -> Int? {
+            if due > newest.index { return draining ? newest.index : nil }
+            return max(due, oldest.index)
+        }
+        for (id, follow) in follows.sorted(by: { $0.key < $1.key }) {
+            if let f = follow.frontier, f > oldest.index, !inFlight.contains(.follow(track: id, backwards: true)) {
+                // Backwards in the same steps as forwards (frames between are interpolated), one by one after a miss.
+                let t = max(oldest.index, f - (follow.backMisses > 0 ? 1 : followInterval(id)))
+                offer(t, 0) { followPass(id, frame: t, backwards: true, misses: follow.backMisses) }
+            }
+            if !follow.lost, !inFlight.contains(.follow(track: id, backwards: false)) {
+                let due = follow.checkedThrough + (follow.misses > 0 ? 1 : followInterval(id))
+                if follow.checkedThrough < newest.index, let t = target(due) {
+                    offer(t, 1) { followPass(id, frame: t, backwards: false, misses: follow.misses) }
+                }
+            }
+        }
+        for (i, area) in areas.enumerated() where !inFlight.contains(i == 0 ? .whole : .tile(i)) {
+            let every = i == 0 ? settings.wholeEvery : settings.tileEvery
+            let due: Int
+            // Live tiles (after their first search) and searches of unchanged areas hold no frame back.
+            var bestEffort = i > 0 && !settings.tilesBlock && area.lastSearch != nil
+            if let last = area.lastSearch {
+                if let dirty = area.dirtySince {
+                    due = max(dirty, last + every)
+                } else {
+                    due = last + settings.recheckEvery
+                    if due > newest.index { continue }   // unchanged: no search owed yet
+                    bestEffort = true
+                }
+                if last >= newest.index { continue }
+            } else {
+                due = oldest.index
+            }
+            guard var t = target(due) else { continue }
+            if bestEffort && !settings.tilesBlock { t = newest.index }   // live: the freshest frame
+            offer(t, i == 0 ? 2 : 3, bestEffort: bestEffort) {
+                guard let frame = frame(t) else { return nil }
+                let reference = cells(of: area, in: frame)
+                return i == 0
+                    ? Pass(kind: .whole, frame: t, time: frame.time, region: area.rect,
+                           input: FaceDetector.inputSize(forRegionWidth: width, height: height,
+                                                         inputWidth: min(settings.wholeWidth, ((width + 31) / 32) * 32)),
+                           keepAspect: false, reference: reference)
+                    : Pass(kind: .tile(i), frame: t, time: frame.time, region: area.rect,
+                           input: (settings.tileWidth, settings.tileHeight), keepAspect: true, reference: reference)
+            }
+        }
+        return best?.pass
+    }
+
+    /// Frames between two searches for track `id`: between them the tracker
+    /// unites the two boxes, which covers any straight motion; the interval
+    /// is short enough that the face moves at most half its size (should
+    /// the next search miss it, the grown box of the last sighting still
+    /// covers it), between 2 and `followEvery` frames.
+    func followInterval(_ id: Int) -> Int {
+        let list = tracker.observations(of: id)
+        guard settings.followEvery > 2, list.count >= 2 else { return min(2, settings.followEvery) }
+        let (a, b) = (list[list.count - 2], list[list.count - 1])
+        let frames = max(1, Double(b.time - a.time) / Double(frameSpan))
+        let dx = b.rect.center.x - a.rect.center.x, dy = b.rect.center.y - a.rect.center.y
+        let perFrame = (dx * dx + dy * dy).squareRoot() / frames
+        let size = min(b.rect.width, b.rect.height)
+        guard perFrame > 0 else { return settings.followEvery }
+        return max(2, min(settings.followEvery, Int(0.5 * size / perFrame)))
+    }
+
+    /// A search around track `id`'s expected place on frame `index`.
+    private func followPass(_ id: Int, frame index: Int, backwards: Bool, misses: Int) -> Pass? {
+        guard let frame = frame(index), let box = tracker.predicted(id, at: frame.time) else { return nil }
+        let side = max(48, settings.followScale * max(box.width, box.height) * (1 + 0.5 * Double(misses)))
+        var x = box.center.x - side / 2, y = box.center.y - side / 2
+        var w = side, h = side
+        // Keep the square inside the frame (shift, then clip what still sticks out).
+        x = max(0, min(x, Double(width) - w)); y = max(0, min(y, Double(height) - h))
+        if w > Double(width) { x = 0; w = Double(width) }
+        if h > Double(height) { y = 0; h = Double(height) }
+        let region = FaceRect(x: x.rounded(.down), y: y.rounded(.down), width: w.rounded(.up), height: h.rounded(.up))
+        return Pass(kind: .follow(track: id, backwards: backwards), frame: index, time: frame.time, region: region,
+                    input: (settings.followInput, settings.followInput), keepAspect: true)
+    }
+
+    /// A detection thread took `pass`.
+    mutating func begin(_ pass: Pass) { inFlight.append(pass.kind) }
+
+
+    // MARK: Results
+
+    /// Records what `pass` found (face boxes in frame pixels).
+    mutating func record(_ pass: Pass, found: [FaceRect]) {
+        if let i = inFlight.firstIndex(of: pass.kind) { inFlight.remove(at: i) }
+        let frame = (index: pass.frame, time: pass.time)
+        let faces = found.filter { !Self.touchesInnerEdge($0, of: pass.region, width: width, height: height) }
+        switch pass.kind {
+        case .whole, .tile:
+            let i: Int
+            if case .tile(let t) = pass.kind { i = t } else { i = 0 }
+            if pass.frame >= (areas[i].lastSearch ?? pass.frame) {
+                areas[i].lastSearch = pass.frame
+                areas[i].reference = pass.reference
+                areas[i].dirtySince = frames.first { $0.index > pass.frame && changed(i, $0) }?.index
+            }
+            note(tracker.update(detections: faces, time: frame.time), frame: pass.frame)
+        case .follow(let id, let backwards):
+            guard var follow = follows[id] else { return }
+            let expected = tracker.predicted(id, at: frame.time)
+            var rest = faces
+            let match = expected.flatMap { e in
+                rest.indices.filter { FaceTracker.distance(e, rest[$0]) < 1 }
+                    .min { FaceTracker.distance(e, rest[$0]) < FaceTracker.distance(e, rest[$1]) }
+            }
+            // The face found may be another track's (faces crossing, or this one found twice).
+            var owner: Int?
+            if let match {
+                owner = tracker.owner(of: rest[match], at: frame.time, excluding: id, within: frameSpan * UInt64(settings.followEvery))
+            }
+            var merged = false
+            if let o = owner, follows[o] != nil {
+                if tracker.agree(id, o) && tracker.agree(o, id) {
+                    merged = true
+                    follow = merge(o, into: id, follow, at: frame.time)
+                }
+            }
+            if let match, owner == nil || merged {
+                let rect = rest.remove(at: match)
+                tracker.add(rect, to: id, time: frame.time)
+                if backwards {
+                    follow.backMisses = 0
+                    // Merged with a track that knew the earlier frames: its trace (if any) goes on, this one is done.
+                    if !merged { follow.frontier = pass.frame }
+                } else { follow.misses = 0; follow.lost = false }
+            } else if let match, owner != nil {
+                rest.remove(at: match)   // someone else's face: a miss for this one
+                if backwards {
+                    follow.backMisses += 1
+                    follow.frontier = follow.backMisses >= settings.backtraceMisses ? nil : pass.frame
+                } else {
+                    follow.misses += 1
+                    if follow.misses >= settings.followMisses { follow.lost = true }
+                }
+            } else if backwards {
+                follow.backMisses += 1
+                follow.frontier = follow.backMisses >= settings.backtraceMisses ? nil : pass.frame
+            } else {
+                follow.misses += 1
+                if follow.misses >= settings.followMisses { follow.lost = true }
+            }
+            if !backwards { follow.checkedThrough = max(follow.checkedThrough, pass.frame) }
+            if let f = follow.frontier, f <= (oldest?.index ?? 0) { follow.frontier = nil }
+            follows[id] = follow
+            // Other faces in the square: other tracks, or new ones.
+            note(tracker.update(detections: rest, time: frame.time), frame: pass.frame)
+        }
+    }
+
+    /// Frame duration estimate (for "within a few frames").
+    private var frameSpan: UInt64 {
+        guard frames.count >= 2, let a = frames.first, let b = frames.last, b.time > a.time else { return 33_333_333 }
+        return (b.time - a.time) / UInt64(frames.count - 1)
+    }
+
+    /// Folds track `other` (the same face) into `id`; returns `id`'s follow state.
+    private mutating func merge(_ other: Int, into id: Int, _ mine: Follow, at time: UInt64) -> Follow {
+        let earlier = (tracker.observations(of: other).first?.time ?? .max) < time
+        tracker.merge(other, into: id)
+        var f = mine
+        if let o = follows.removeValue(forKey: other) {
+            f.born = min(f.born, o.born)
+            f.checkedThrough = max(f.checkedThrough, o.checkedThrough)
+            f.lost = f.lost && o.lost
+            // The other track knew the earlier frames: its trace (if any) replaces this one.
+            f.frontier = earlier ? o.frontier : (o.frontier.map { min(f.frontier ?? $0, $0) } ?? f.frontier)
+        }
+        return f
+    }
+
+    private mutating func note(_ assignments: [FaceTracker.Assignment], frame index: Int) {
+        for a in assignments {
+            if a.isNew || follows[a.id] == nil {
+                // Follow it from here on, and trace it back through the held frames.
+                let back: Int? = index > (oldest?.index ?? index) ? index : nil
+                follows[a.id] = Follow(checkedThrough: index, born: index, frontier: back)
+            } else {
+                follows[a.id]!.checkedThrough = max(follows[a.id]!.checkedThrough, index)
+                follows[a.id]!.misses = 0
+                follows[a.id]!.lost = false
+            }
+        }
+    }
+
+}

@@ -1,0 +1,141 @@
+import XCTest
+@testable import FaceBlur
+
+/// The pass schedule without a detector: change gating, the settle rule,
+/// following and tracing faces back.
+final class DetectionPlannerTests: XCTestCase {
+    static let (width, height) = (320, 184)
+    static let frameNs: UInt64 = 33_333_333
+    static let blocksPerRow = (width + 7) / 8, blockRows = (height + 7) / 8
+
+    func planner(offline: Bool = true) -> DetectionPlanner {
+        var s = DetectionPlanner.Settings()
+        s.wholeEvery = 4
+        s.tileEvery = 8
+        s.recheckEvery = 30
+        s.followEvery = 4
+        s.tileWidth = 192
+        s.tileHeight = 128
+        s.tilesBlock = offline
+        return DetectionPlanner(settings: s, tracker: FaceTracker(), width: Self.width, height: Self.height)
+    }
+
+    /// Block means of a flat grey picture, with `changed` blocks (column, row) brighter.
+    func blocks(_ changed: [(Int, Int)] = []) -> [UInt8] {
+        var b = [UInt8](repeating: 100, count: Self.blocksPerRow * Self.blockRows)
+        for (c, r) in changed { b[r * Self.blocksPerRow + c] = 150 }
+        return b
+    }
+
+    func add(_ p: inout DetectionPlanner, _ index: Int, _ changed: [(Int, Int)] = []) {
+        p.add(index: index, time: UInt64(index) * Self.frameNs, blocks: blocks(changed))
+    }
+
+    /// Runs every pass due now, finding `faces(pass)` in each.
+    @discardableResult
+    func runDue(_ p: inout DetectionPlanner, faces: (DetectionPlanner.Pass) -> [FaceRect] = { _ in [] }) -> [DetectionPlanner.Pass] {
+        var ran: [DetectionPlanner.Pass] = []
+        while let pass = p.nextPass(), ran.count < 100 {
+            p.begin(pass)
+            p.record(pass, found: faces(pass))
+            ran.append(pass)
+        }
+        return ran
+    }
+
+    func testTheFirstFrameIsSearchedWhole_AndAnUnchangedPictureNotAgain() {
+        var p = planner()
+        add(&p, 0)
+        XCTAssertFalse(p.isSettled(0), "nothing searched yet")
+        let first = runDue(&p)
+        XCTAssertEqual(first.first?.kind, .whole)
+        XCTAssertEqual(first.filter { if case .tile = $0.kind { return true } else { return false } }.count,
+                       DetectionPlanner.tiles(width: Self.width, height: Self.height, tileWidth: 192, tileHeight: 128).count)
+        XCTAssertTrue(first.allSatisfy { $0.frame == 0 })
+        XCTAssertTrue(p.isSettled(0))
+        for i in 1...20 { add(&p, i) }
+        XCTAssertTrue(runDue(&p).isEmpty, "the same picture holds no new face")
+        XCTAssertTrue((1...20).allSatisfy(p.isSettled))
+    }
+
+    func testAChangeIsSearchedAfterTheIntervalAndFramesWaitForIt() {
+        var p = planner()
+        add(&p, 0)
+        runDue(&p)
+        add(&p, 1, [(1, 1)])             // something moved in the top-left corner
+        for i in 2...3 { add(&p, i, [(1, 1)]) }
+        XCTAssertTrue(runDue(&p).isEmpty, "not before wholeEvery frames after the last search")
+        XCTAssertTrue(p.isSettled(0))
+        XCTAssertFalse(p.isSettled(1), "the changed frames wait")
+        add(&p, 4, [(1, 1)])
+        let ran = runDue(&p)
+        XCTAssertEqual(ran.map(\.kind), [.whole])
+        XCTAssertEqual(ran.first?.frame, 4)
+        XCTAssertFalse(p.isSettled(1), "offline, the changed tile must be searched too")
+        for i in 5...8 { add(&p, i, [(1, 1)]) }
+        let tiles = runDue(&p)
+        XCTAssertEqual(tiles.map(\.kind), [.tile(1)], "only the tile where the picture changed")
+        XCTAssertEqual(tiles.first?.frame, 8)
+        XCTAssertTrue((0...8).allSatisfy(p.isSettled))
+    }
+
+    func testLiveFramesDoNotWaitForTilesAndTilesComeLast() {
+        var p = planner(offline: false)
+        add(&p, 0)
+        XCTAssertFalse(p.isSettled(0), "live too, the first frame waits for the first search of every tile")
+        runDue(&p)
+        XCTAssertTrue(p.isSettled(0))
+        for i in 1...8 { add(&p, i, [(1, 1)]) }
+        let ran = runDue(&p)
+        XCTAssertEqual(ran.map(\.kind), [.whole, .tile(1)], "what holds frames back first, then the tile")
+        XCTAssertEqual(ran.last?.frame, 8, "best effort, on the newest frame")
+        for i in 9...12 { add(&p, i, [(1, 1)]) }
+        XCTAssertTrue((0...8).allSatisfy(p.isSettled), "the whole-frame pass is enough live")
+    }
+
+    func testAFaceFoundLateIsTracedBackAndFollowed() {
+        var p = planner()
+        add(&p, 0)
+        runDue(&p)
+        // A face walks in from the left from frame 1 on, 4 px per frame; the whole-frame pass on frame 4 finds it.
+        func face(at i: Int) -> FaceRect { FaceRect(x: Double(4 * i), y: 60, width: 40, height: 48) }
+        var log: [DetectionPlanner.Pass] = []
+        for i in 1...12 {
+            add(&p, i, [(i / 2, 8), (i / 2 + 1, 8)])
+            log += runDue(&p) { pass in
+                let f = face(at: pass.frame)
+                return pass.frame >= 1 && pass.region.intersection(f)?.area == f.area ? [f] : []
+            }
+        }
+        let back = log.filter { if case .follow(_, true) = $0.kind { return true } else { return false } }
+        XCTAssertFalse(back.isEmpty, "traced back from where it was found")
+        XCTAssertTrue(back.contains { $0.frame < 4 })
+        let forward = log.filter { if case .follow(_, false) = $0.kind { return true } else { return false } }
+        XCTAssertFalse(forward.isEmpty, "followed after")
+        for pass in back + forward {
+            let f = face(at: pass.frame)
+            XCTAssertNotNil(pass.region.intersection(f), "searched where the face is: \(pass)")
+            XCTAssertTrue(pass.keepAspect)
+            XCTAssertEqual(pass.input.width, 96)
+        }
+        XCTAssertTrue((1...8).allSatisfy(p.isSettled))
+        // Frames before it was found are covered where it was, not guessed.
+        for i in 1...3 {
+            let regions = p.tracker.regions(at: UInt64(i) * Self.frameNs)
+            XCTAssertTrue(regions.contains { $0.intersection(face(at: i))?.area == face(at: i).area }, "frame \(i): \(regions)")
+        }
+    }
+
+    func testAFaceThatIsNoLongerFoundStopsHoldingFramesBack() {
+        var p = planner()
+        add(&p, 0)
+        let face = FaceRect(x: 100, y: 60, width: 40, height: 48)
+        runDue(&p) { $0.kind == .whole ? [face] : [] }
+        XCTAssertEqual(p.follows.count, 1)
+        // Gone from frame 1 on: a few misses, then it is lost (the tracker's hold still covers it).
+        for i in 1...12 { add(&p, i, [(13, 9)]); runDue(&p) }
+        XCTAssertTrue(p.follows.values.allSatisfy(\.lost))
+        XCTAssertTrue((0...12).allSatisfy(p.isSettled))
+        XCTAssertFalse(p.tracker.regions(at: 10 * Self.frameNs).isEmpty, "held")
+    }
+}
