@@ -41,32 +41,32 @@ struct CheckServer: ParsableCommand {
         let verify = !noVerifyTLS
         var usable: [ServerAddress.Scheme] = []
         for scheme in address.candidates {
-            print("\(scheme.rawValue)://")
+            print("\(scheme.rawValue)://")  // user-facing
             // Health first: it tells a server that is up but refuses WebSockets from one that is down.
             switch health(address.httpURL(scheme, path: "/api/health"), acceptAnyCertificate: !verify) {
             case .success(let response):
-                print("  GET /api/health: HTTP \(response.status) \(response.body.trimmingCharacters(in: .whitespacesAndNewlines))")
+                print("  GET /api/health: HTTP \(response.status) \(response.body.trimmingCharacters(in: .whitespacesAndNewlines))")  // user-facing
             case .failure(let error):
-                print("  GET /api/health: \(error)")
+                print("  GET /api/health: \(error)")  // user-facing
             }
             switch webSocket(address.url(scheme), acceptAnyCertificate: !verify) {
             case .works:
                 usable.append(scheme)
                 let certificate = scheme == .wss ? (verify ? " (certificate trusted)" : " (certificate not checked: --no-verify-tls)") : ""
-                print("  WebSocket \(address.url(scheme)): works\(certificate)")
+                print("  WebSocket \(address.url(scheme)): works\(certificate)")  // user-facing
             case .untrustedCertificate(let reason):
                 // Would it work if the certificate were accepted? Say which case it is.
                 let relaxed = webSocket(address.url(scheme), acceptAnyCertificate: true)
                 let hint = if case .works = relaxed { "the server works with server.verify_tls = false (self-signed or unknown issuer)" } else { "it does not work either with verification off" }
-                print("  WebSocket \(address.url(scheme)): certificate NOT trusted (\(reason)); \(hint)")
+                print("  WebSocket \(address.url(scheme)): certificate NOT trusted (\(reason)); \(hint)")  // user-facing
             case .failed(let reason):
-                print("  WebSocket \(address.url(scheme)): \(reason)")
+                print("  WebSocket \(address.url(scheme)): \(reason)")  // user-facing
             }
         }
         guard let first = usable.first else {
             fail("the recorder could not connect to \(address) with these settings (see above)")
         }
-        print("the recorder would connect with \(first.rawValue)")
+        print("the recorder would connect with \(first.rawValue)")  // user-facing
     }
 
     private func health(_ url: String, acceptAnyCertificate: Bool) -> Result<HTTPClient.Response, WebSocketError> {
