@@ -374,10 +374,21 @@ extern "C" afd_detector *afd_create(const char *model_path, int threads, char *e
     return nullptr;
 }
 
-extern "C" int afd_detect_gray(afd_detector *d, const uint8_t *luma, int width, int height,
-                               int stride, int roi_x, int roi_y, int roi_w, int roi_h,
-                               int input_width, int input_height, float threshold, afd_face *out,
-                               int max_faces, char *err, size_t err_len) {
+// How the filled part of the blob maps back to the ROI.
+struct Mapping {
+    float scale_x, scale_y; // ROI pixels per blob pixel
+    float used_w, used_h;   // blob pixels holding the picture
+};
+
+// Shared by both entry points: check the arguments, crop the ROI, let
+// `fill` write channel 0 of the blob, copy it to channels 1 and 2 (the model
+// takes three channels; grey is the same in each), run the net and decode,
+// turning any exception into an error message.
+template <typename Fill>
+static int detect_roi(afd_detector *d, const uint8_t *luma, int width, int height, int stride,
+                      int roi_x, int roi_y, int roi_w, int roi_h, int input_width, int input_height,
+                      float threshold, afd_face *out, int max_faces, char *err, size_t err_len,
+                      const char *entry_point, Fill fill) {
     clear_err(err, err_len);
     Roi roi{};
     if (!check_common(d, luma, width, height, stride, width, roi_x, roi_y, roi_w, roi_h,
@@ -386,71 +397,67 @@ extern "C" int afd_detect_gray(afd_detector *d, const uint8_t *luma, int width, 
     try {
         const cv::Mat frame(height, width, CV_8UC1, const_cast<uint8_t *>(luma), (size_t)stride);
         const cv::Mat src = frame(cv::Rect(roi.x, roi.y, roi.w, roi.h));
-        const cv::Size in_size(input_width, input_height);
         ensure_blob(d, input_width, input_height);
         cv::Mat p0 = blob_plane(d, 0, input_width, input_height);
-        if (src.size() == in_size) {
-            src.convertTo(p0, CV_32F);
-        } else {
-            cv::resize(src, d->resized, in_size, 0, 0, cv::INTER_LINEAR);
-            d->resized.convertTo(p0, CV_32F);
-        }
+        const Mapping m = fill(src, roi, p0);
         const size_t bytes = (size_t)input_width * input_height * sizeof(float);
         std::memcpy(d->blob.ptr<float>(0, 1), p0.data, bytes);
         std::memcpy(d->blob.ptr<float>(0, 2), p0.data, bytes);
-        return run_and_decode(d, roi, input_width, input_height, (float)roi.w / (float)input_width,
-                              (float)roi.h / (float)input_height, (float)input_width,
-                              (float)input_height, threshold, out, max_faces, err, err_len);
+        return run_and_decode(d, roi, input_width, input_height, m.scale_x, m.scale_y, m.used_w,
+                              m.used_h, threshold, out, max_faces, err, err_len);
     } catch (const cv::Exception &e) {
         set_err(err, err_len, "OpenCV error: %s", e.what());
     } catch (const std::exception &e) {
         set_err(err, err_len, "error: %s", e.what());
     } catch (...) {
-        set_err(err, err_len, "unknown error in afd_detect_gray");
+        set_err(err, err_len, "unknown error in %s", entry_point);
     }
     return -1;
+}
+
+extern "C" int afd_detect_gray(afd_detector *d, const uint8_t *luma, int width, int height,
+                               int stride, int roi_x, int roi_y, int roi_w, int roi_h,
+                               int input_width, int input_height, float threshold, afd_face *out,
+                               int max_faces, char *err, size_t err_len) {
+    return detect_roi(d, luma, width, height, stride, roi_x, roi_y, roi_w, roi_h, input_width,
+                      input_height, threshold, out, max_faces, err, err_len, "afd_detect_gray",
+                      [&](const cv::Mat &src, const Roi &roi, cv::Mat &p0) {
+                          const cv::Size in_size(input_width, input_height);
+                          if (src.size() == in_size) {
+                              src.convertTo(p0, CV_32F);
+                          } else {
+                              cv::resize(src, d->resized, in_size, 0, 0, cv::INTER_LINEAR);
+                              d->resized.convertTo(p0, CV_32F);
+                          }
+                          return Mapping{(float)roi.w / (float)input_width,
+                                         (float)roi.h / (float)input_height, (float)input_width,
+                                         (float)input_height};
+                      });
 }
 
 extern "C" int afd_detect_gray_fit(afd_detector *d, const uint8_t *luma, int width, int height,
                                    int stride, int roi_x, int roi_y, int roi_w, int roi_h,
                                    int input_width, int input_height, float threshold,
                                    afd_face *out, int max_faces, char *err, size_t err_len) {
-    clear_err(err, err_len);
-    Roi roi{};
-    if (!check_common(d, luma, width, height, stride, width, roi_x, roi_y, roi_w, roi_h,
-                      input_width, input_height, threshold, out, max_faces, &roi, err, err_len))
-        return -1;
-    try {
-        const cv::Mat frame(height, width, CV_8UC1, const_cast<uint8_t *>(luma), (size_t)stride);
-        const cv::Mat src = frame(cv::Rect(roi.x, roi.y, roi.w, roi.h));
-        const double scale = std::min((double)input_width / roi.w, (double)input_height / roi.h);
-        const int cw = std::max(1, std::min(input_width, (int)std::lround(roi.w * scale)));
-        const int ch = std::max(1, std::min(input_height, (int)std::lround(roi.h * scale)));
-        ensure_blob(d, input_width, input_height);
-        cv::Mat p0 = blob_plane(d, 0, input_width, input_height);
-        p0.setTo(cv::Scalar(cv::mean(src)[0]));
-        cv::Mat content = p0(cv::Rect(0, 0, cw, ch));
-        if (cw == roi.w && ch == roi.h) {
-            src.convertTo(content, CV_32F);
-        } else {
-            cv::resize(src, d->resized, cv::Size(cw, ch), 0, 0,
-                       scale < 1.0 ? cv::INTER_AREA : cv::INTER_LINEAR);
-            d->resized.convertTo(content, CV_32F);
-        }
-        const size_t bytes = (size_t)input_width * input_height * sizeof(float);
-        std::memcpy(d->blob.ptr<float>(0, 1), p0.data, bytes);
-        std::memcpy(d->blob.ptr<float>(0, 2), p0.data, bytes);
-        return run_and_decode(d, roi, input_width, input_height, (float)roi.w / (float)cw,
-                              (float)roi.h / (float)ch, (float)cw, (float)ch, threshold, out,
-                              max_faces, err, err_len);
-    } catch (const cv::Exception &e) {
-        set_err(err, err_len, "OpenCV error: %s", e.what());
-    } catch (const std::exception &e) {
-        set_err(err, err_len, "error: %s", e.what());
-    } catch (...) {
-        set_err(err, err_len, "unknown error in afd_detect_gray_fit");
-    }
-    return -1;
+    return detect_roi(d, luma, width, height, stride, roi_x, roi_y, roi_w, roi_h, input_width,
+                      input_height, threshold, out, max_faces, err, err_len, "afd_detect_gray_fit",
+                      [&](const cv::Mat &src, const Roi &roi, cv::Mat &p0) {
+                          const double scale = std::min((double)input_width / roi.w,
+                                                        (double)input_height / roi.h);
+                          const int cw = std::max(1, std::min(input_width, (int)std::lround(roi.w * scale)));
+                          const int ch = std::max(1, std::min(input_height, (int)std::lround(roi.h * scale)));
+                          p0.setTo(cv::Scalar(cv::mean(src)[0]));
+                          cv::Mat content = p0(cv::Rect(0, 0, cw, ch));
+                          if (cw == roi.w && ch == roi.h) {
+                              src.convertTo(content, CV_32F);
+                          } else {
+                              cv::resize(src, d->resized, cv::Size(cw, ch), 0, 0,
+                                         scale < 1.0 ? cv::INTER_AREA : cv::INTER_LINEAR);
+                              d->resized.convertTo(content, CV_32F);
+                          }
+                          return Mapping{(float)roi.w / (float)cw, (float)roi.h / (float)ch,
+                                         (float)cw, (float)ch};
+                      });
 }
 
 extern "C" int afd_block_means(const uint8_t *plane, int width, int height, int stride, int block,
