@@ -27,9 +27,7 @@ import Foundation
 ///
 /// A frame is *settled* (may leave) when
 /// - every area was searched on it or a later frame, or has not changed
-///   since it was searched (live: the whole-frame area only, and each tile
-///   until its first search; tiles are best effort there, because their
-///   cycle is longer than the delay line);
+///   since it was searched;
 /// - every face being followed was searched for on it or a later frame;
 /// - no face found later is still being traced back towards it: a face
 ///   found for the first time at frame j is followed backwards (j-1, j-2, …)
@@ -37,8 +35,12 @@ import Foundation
 ///   before its discovery get its real position, not a guess.
 ///
 /// Order: passes that hold frames back first, the one on the oldest frame
-/// first (it unblocks the delay line); then best-effort ones (live tiles,
-/// on the newest frame; searches of unchanged areas).
+/// first (it unblocks the delay line); then best-effort ones (searches of
+/// unchanged areas).
+///
+/// Live, a frame may have to leave before it is settled (the machine could
+/// not keep up): `unconfirmedCells` says which parts of it no search vouches
+/// for, so that the stage hides those and nothing more.
 ///
 /// Pure logic over frame indices, block means and the tracker; the stage
 /// runs it under its lock and does the detections.
@@ -67,8 +69,6 @@ struct DetectionPlanner {
         var backtraceMisses = 2
         /// Block-mean difference (luma levels) that makes an area dirty.
         var changeThreshold = 8
-        /// Offline: frames wait for tiles too; live: only for the whole-frame pass.
-        var tilesBlock = true
     }
 
     enum Kind: Equatable, CustomStringConvertible {
@@ -253,14 +253,56 @@ struct DetectionPlanner {
     /// Whether frame `index` has been searched enough to leave the delay line.
     func isSettled(_ index: Int) -> Bool {
         for i in areas.indices {
-            // Live, tiles hold frames back only until their first search (the start of a recording).
-            if i == 0 || settings.tilesBlock || areas[i].lastSearch == nil, !areaCovers(i, index) { return false }
+            if !areaCovers(i, index) { return false }
         }
         for follow in follows.values {
             if follow.born <= index, !follow.lost, follow.checkedThrough < index { return false }
             if let f = follow.frontier, f > index { return false }
         }
         return true
+    }
+
+    /// The parts of frame `index` that no search vouches for, as cells of
+    /// `cell` pixels (a multiple of the block size) on a fixed grid: the
+    /// blocks of every area not covering the frame that differ from what the
+    /// area looked like when it was last searched (all of it before its first
+    /// search), grown by one block (a face straddles blocks). Faces being
+    /// followed are not in it: the tracker's regions cover them.
+    func unconfirmedCells(_ index: Int, cell: Int) -> [FaceRect] {
+        let all = [FaceRect(x: 0, y: 0, width: Double(width), height: Double(height))]
+        guard let frame = frame(index), cell % Self.block == 0, cell > 0 else { return all }
+        let bw = blocksPerRow, bh = (height + Self.block - 1) / Self.block
+        let per = cell / Self.block
+        let cw = (bw + per - 1) / per, ch = (bh + per - 1) / per
+        var hit = [Bool](repeating: false, count: cw * ch)
+        for area in areas.indices where !areaCovers(area, index) {
+            let a = areas[area]
+            var k = 0
+            for by in a.by0..<a.by1 {
+                for bx in a.bx0..<a.bx1 {
+                    defer { k += 1 }
+                    guard a.lastSearch == nil || abs(Int(frame.blocks[by * bw + bx]) - Int(a.reference[k])) >= settings.changeThreshold
+                    else { continue }
+                    for y in max(0, by - 1)...min(bh - 1, by + 1) {
+                        for x in max(0, bx - 1)...min(bw - 1, bx + 1) { hit[(y / per) * cw + x / per] = true }
+                    }
+                }
+            }
+        }
+        // Runs of cells along each row: one rectangle each (the grid stays aligned).
+        var cells: [FaceRect] = []
+        for cy in 0..<ch {
+            var cx = 0
+            while cx < cw {
+                guard hit[cy * cw + cx] else { cx += 1; continue }
+                let start = cx
+                while cx < cw, hit[cy * cw + cx] { cx += 1 }
+                let x0 = start * cell, y0 = cy * cell
+                cells.append(FaceRect(x: Double(x0), y: Double(y0),
+                                      width: Double(min(width, cx * cell) - x0), height: Double(min(height, y0 + cell) - y0)))
+            }
+        }
+        return cells
     }
 
     // MARK: Choosing the next pass
@@ -297,8 +339,8 @@ struct DetectionPlanner {
         for (i, area) in areas.enumerated() where !inFlight.contains(i == 0 ? .whole : .tile(i)) {
             let every = i == 0 ? settings.wholeEvery : settings.tileEvery
             let due: Int
-            // Live tiles (after their first search) and searches of unchanged areas hold no frame back.
-            var bestEffort = i > 0 && !settings.tilesBlock && area.lastSearch != nil
+            // Searches of unchanged areas hold no frame back.
+            var bestEffort = false
             if let last = area.lastSearch {
                 if let dirty = area.dirtySince {
                     due = max(dirty, last + every)
@@ -311,8 +353,7 @@ struct DetectionPlanner {
             } else {
                 due = oldest.index
             }
-            guard var t = target(due) else { continue }
-            if bestEffort && !settings.tilesBlock { t = newest.index }   // live: the freshest frame
+            guard let t = target(due) else { continue }
             offer(t, i == 0 ? 2 : 3, bestEffort: bestEffort) {
                 guard let frame = frame(t) else { return nil }
                 let reference = cells(of: area, in: frame)

@@ -14,7 +14,6 @@ extension FaceBlurSettings {
         if let n = privacy.tileEvery { tileEvery = n }
         followEvery = privacy.followEvery
         maxLatencyNs = UInt64(privacy.maxLatencyMs) * 1_000_000
-        maxDetectionAgeNs = max(maxDetectionAgeNs, maxLatencyNs + 300_000_000)
         maxQueuedFrames = max(wholeEvery, tileEvery) + 16
     }
 }

@@ -12,18 +12,17 @@ public struct FaceBlurSettings: Equatable, Sendable {
     /// CenterFace heatmap threshold; lower finds more faces (and a few non-faces).
     public var threshold: Float = 0.3
     public var tracker = FaceTracker.Settings()
-    /// Network input width of the whole-frame pass (a multiple of 32): 960
-    /// finds faces from ~30 px at 720p, 640 from ~45 px (the tiles find
-    /// smaller ones, but seldom: live, a face must be found within the
-    /// delay line; offline, faces found late are traced back).
-    public var detectWidth = 960
-    /// Frames between whole-frame passes while the picture changes.
-    /// Live, a frame waits for the next one (so this bounds the delay);
-    /// offline, faces found late are traced back, so the search can be sparser.
+    /// Network input width of the whole-frame pass (a multiple of 32): 640
+    /// finds faces from ~45 px at 720p (960 from ~30 px at twice the cost);
+    /// the full-resolution tiles find the smaller ones, and faces found late
+    /// are traced back through the frames held.
+    public var detectWidth = 640
+    /// Frames between whole-frame passes while the picture changes (a frame
+    /// waits for the next one, so with `tileEvery` this sets the delay).
     public var wholeEvery = 8
     /// Frames between full-resolution passes over a tile while it changes
     /// (0: no tiles).
-    public var tileEvery = 16
+    public var tileEvery = 32
     /// Frames between searches around a face being followed, at most
     /// (faces fast for their size are searched for more often).
     public var followEvery = 8
@@ -31,11 +30,15 @@ public struct FaceBlurSettings: Equatable, Sendable {
     public var recheckEvery = 60
     /// Change (luma levels of an 8×8 block's mean) that counts as a change.
     public var changeThreshold = 8
-    /// Live: the longest a frame waits for a detection that saw it.
-    public var maxLatencyNs: UInt64 = 400_000_000
-    /// A frame whose nearest whole-frame detection is further away than this
-    /// is blacked out: the stage has fallen too far behind to vouch for it.
-    public var maxDetectionAgeNs: UInt64 = 700_000_000
+    /// Live: the longest a frame waits for the searches it needs. Longer
+    /// than the search cycle (`tileEvery` frames and the passes themselves),
+    /// so that the detector is late only when the machine cannot keep up;
+    /// then the frame leaves with what no search confirmed hidden.
+    public var maxLatencyNs: UInt64 = 2_000_000_000
+    /// What a frame leaving unconfirmed has hidden: cells of this fraction
+    /// of the frame height (a fixed grid, multiples of the 8-pixel change
+    /// blocks) wherever it changed since the part around it was last searched.
+    public var unconfirmedCellFraction = 1.0 / 12
     /// Offline: frames held at most before waiting for the detector (more
     /// than `tileEvery` and `wholeEvery`: a frame waits for both passes
     /// after it; the longer the line, the further back a face found late is traced).
@@ -46,13 +49,12 @@ public struct FaceBlurSettings: Equatable, Sendable {
     public var minimumCell = 8
     /// Detection threads, each with its own detector (passes on different
     /// frames or faces run side by side).
-    public var workers = 1
-    /// OpenCV threads per detector (process-wide in OpenCV). Offline, one
-    /// thread per detector and two detectors beat one detector on two
-    /// threads: OpenCV parallelises small network inputs poorly (a 96×96
-    /// search takes as long on two threads as on one). Live, one detector
-    /// on two threads: half the memory, and a pass ends sooner.
-    public var threads = 2
+    public var workers = 2
+    /// OpenCV threads per detector (process-wide in OpenCV). One thread per
+    /// detector and two detectors beat one detector on two threads: OpenCV
+    /// parallelises small network inputs poorly (a 96×96 search takes as
+    /// long on two threads as on one).
+    public var threads = 1
 
     /// Defaults for live recording, or for the offline `blur` command
     /// (`offline`: sparser whole-frame and tile passes, a delay line long
@@ -60,12 +62,9 @@ public struct FaceBlurSettings: Equatable, Sendable {
     public init(modelPath: String, offline: Bool = false) {
         self.modelPath = modelPath
         if offline {
-            detectWidth = 640
             wholeEvery = 16
             tileEvery = 64
             maxQueuedFrames = 80
-            workers = 2
-            threads = 1
         }
     }
 
@@ -77,7 +76,6 @@ public struct FaceBlurSettings: Equatable, Sendable {
         p.followEvery = max(1, followEvery)
         p.recheckEvery = max(1, recheckEvery)
         p.changeThreshold = max(1, changeThreshold)
-        p.tilesBlock = !realTime
         return p
     }
 }
@@ -87,9 +85,9 @@ public struct FaceBlurSettings: Equatable, Sendable {
 /// Design (speed with recall, and fail closed):
 /// - Detection never runs on the frame path. Frames wait in a delay line;
 ///   detection threads run the passes `DetectionPlanner` chooses on the
-///   held frames: whole-frame passes at `detectWidth` (960 live: faces
-///   from ~30 px at 720p; 640 offline: from ~45 px), full-resolution
-///   tiles for small faces (from ~22 px), and cheap searches around each
+///   held frames: whole-frame passes at `detectWidth` (640: faces from
+///   ~45 px at 720p), full-resolution tiles for small faces (from
+///   ~22 px), and cheap searches around each
 ///   face already found (96×96 network input, ~4 ms) every 2 to
 ///   `followEvery` frames (more often the faster it moves for its size),
 ///   which keep its position exact between the expensive passes. A face
@@ -106,15 +104,17 @@ public struct FaceBlurSettings: Equatable, Sendable {
 ///   still heading towards it. Regions come from `FaceTracker`: the
 ///   nearest observations before and after the frame, grown by the margin
 ///   and by motion over the gap, held for `hold` after a miss.
-/// - Offline (`realTime: false`) the frame path waits for the detector
-///   (at most `maxQueuedFrames` held) and frames wait for the tiles too:
-///   nothing is guessed. Live, only the whole-frame pass and the followed
-///   faces hold a frame back (and each tile until its first search: the
-///   tile cycle is longer than the delay line, tiles are best effort
-///   there), and a frame never waits longer
-///   than `maxLatency`; if by then neither a whole-frame pass covers it
-///   nor one ran within `maxDetectionAge` of it, it is blacked out and
-///   counted: an unprocessed frame never passes.
+/// - Live and offline follow the same rules; live is the offline schedule
+///   with a deadline. Offline (`realTime: false`) the frame path waits for
+///   the detector (at most `maxQueuedFrames` held): nothing is guessed.
+///   Live, a frame waits at most `maxLatency` (longer than a search cycle,
+///   so only an overloaded machine reaches it). A frame that must leave
+///   unsettled is degraded by region, not blacked out: besides the known
+///   faces, every part of it that changed since the part around it was
+///   last searched (`DetectionPlanner.unconfirmedCells`) is pixelated in
+///   coarse cells; the parts a search confirmed stay sharp. Such frames
+///   and the share of their area hidden are counted and logged. A fixed
+///   camera loses only the moving parts; a moving camera the whole frame.
 /// - A detector error makes the stage black out every frame from then on,
 ///   with a critical log line. A missing model fails `init` (the recorder
 ///   refuses to record).
@@ -122,8 +122,8 @@ public struct FaceBlurSettings: Equatable, Sendable {
 ///   in cells of 1/`cellsAcross` of the region; chroma the same at half size.
 ///
 /// Threading: `process`/`drain` on the streaming thread (one at a time);
-/// `workers` detection threads, each with its own detector (offline two,
-/// each on one OpenCV thread; live one on two); shared state (queue,
+/// `workers` detection threads, each with its own detector (two, each on
+/// one OpenCV thread); shared state (queue,
 /// planner, tracker) under `condition`; a pass copies the luma it needs
 /// under the lock and runs outside it.
 ///
@@ -145,8 +145,6 @@ public final class FaceBlurStage: FrameProcessor {
     private var planner: DetectionPlanner?
     private var plannerGeneration = 0
     private var nextIndex = 0
-    /// Capture times of finished whole-frame detections (recent ones).
-    private var fullPassTimes: [UInt64] = []
     private var failure: String?
     private var stopping = false
     private var threads: [Thread] = []
@@ -157,10 +155,14 @@ public final class FaceBlurStage: FrameProcessor {
     public struct Counters: Equatable, Sendable {
         public var frames = 0
         public var framesWithFaces = 0
+        /// Frames blacked out whole: the detector failed.
         public var blackedOut = 0
         /// Live frames that left after `maxLatency` before every search owed
-        /// on them was done (with the regions known by then; not blacked out).
+        /// on them was done: besides the faces known, what no search
+        /// confirmed was hidden (coarse cells).
         public var late = 0
+        /// Of the late frames' area, the part hidden as unconfirmed (sum of fractions).
+        public var unconfirmedArea = 0.0
         /// Frames that could not be anonymised and were not recorded at all.
         public var dropped = 0
         public var wholeFramePasses = 0
@@ -222,7 +224,7 @@ public final class FaceBlurStage: FrameProcessor {
         }
         guard c.frames > 0 else { return }
         let passes = c.wholeFramePasses + c.tilePasses + c.followPasses
-        logger.notice("face blur: \(c.frames) frames, \(c.framesWithFaces) with faces hidden, \(c.blackedOut) blacked out, \(c.dropped) dropped\(realTime ? ", \(c.late) late" : ""); \(c.wholeFramePasses) whole-frame, \(c.tilePasses) tile and \(c.followPasses) follow detections (\(String(format: "%.1f + %.1f + %.1f s", c.wholeSeconds, c.tileSeconds, c.followSeconds)), \(passes > 0 ? Int(c.detectionSeconds / Double(passes) * 1000) : 0) ms each on average)")
+        logger.notice("face blur: \(c.frames) frames, \(c.framesWithFaces) with faces hidden, \(c.blackedOut) blacked out, \(c.dropped) dropped\(realTime ? ", \(c.late) late (\(String(format: "%.1f", c.unconfirmedArea / Double(max(1, c.late)) * 100)) % of their picture hidden as unconfirmed)" : ""); \(c.wholeFramePasses) whole-frame, \(c.tilePasses) tile and \(c.followPasses) follow detections (\(String(format: "%.1f + %.1f + %.1f s", c.wholeSeconds, c.tileSeconds, c.followSeconds)), \(passes > 0 ? Int(c.detectionSeconds / Double(passes) * 1000) : 0) ms each on average)")
     }
 
     private static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
@@ -240,7 +242,7 @@ public final class FaceBlurStage: FrameProcessor {
         countersStorage.frames += 1
         let index = nextIndex
         nextIndex += 1
-        var ready: [(Sample, [FaceRect]?)] = []
+        var ready: [(Sample, Treatment)] = []
         if let (means, width, height) = blocks {
             if let p = planner, p.width != width || p.height != height {
                 // A new frame size: let everything held go (unsettled frames are blacked out), start over.
@@ -289,47 +291,70 @@ public final class FaceBlurStage: FrameProcessor {
         return finish(ready)
     }
 
-    /// Under the lock: frames that may leave now, with the regions to hide
-    /// (nil: black out).
-    private func takeReady(force: Bool) -> [(Sample, [FaceRect]?)] {
-        var ready: [(Sample, [FaceRect]?)] = []
+    /// What to do to a frame before it leaves.
+    enum Treatment {
+        /// Hide these faces, and (a frame that left unsettled) coarsely
+        /// pixelate these cells that no search confirmed.
+        case hide(faces: [FaceRect], unconfirmed: [FaceRect], cell: Int)
+        /// The detector failed: nothing in the frame is vouched for.
+        case blackOut
+    }
+
+    /// Under the lock: frames that may leave now, and what to hide in them.
+    private func takeReady(force: Bool) -> [(Sample, Treatment)] {
+        var ready: [(Sample, Treatment)] = []
         let now = Self.now()
         while let first = queue.first {
             let settled = failure == nil && (planner?.isSettled(first.index) ?? false)
             let waitedTooLong = realTime && now - first.arrival > settings.maxLatencyNs
             guard settled || waitedTooLong || force || failure != nil else { break }
             queue.removeFirst()
-            let vouched = failure == nil
-                && (settled || (planner?.areaCovers(0, first.index) ?? false) || hasNearbyDetection(first.time))
-            if !vouched {
+            guard failure == nil, let planner else {
                 countersStorage.blackedOut += 1
-                let n = countersStorage.blackedOut
-                if failure == nil, n == 1 || n % 100 == 0 {
-                    logger.critical("face detection fell behind (no detection within \(settings.maxDetectionAgeNs / 1_000_000) ms of a frame): blacked out \(n) frames so far")
-                }
-                ready.append((first.sample, nil))
-            } else {
-                if !settled, !force { countersStorage.late += 1 }
-                let regions = planner?.tracker.regions(at: first.time) ?? []
-                if !regions.isEmpty { countersStorage.framesWithFaces += 1 }
-                if logger.logLevel <= .trace { logger.trace("frame at \(first.time / 1_000_000) ms: hiding \(regions)") }
-                ready.append((first.sample, regions))
+                ready.append((first.sample, .blackOut))
+                continue
             }
-            if planner?.oldest?.index == first.index { planner?.removeOldest() }
+            let faces = planner.tracker.regions(at: first.time)
+            if !faces.isEmpty { countersStorage.framesWithFaces += 1 }
+            var unconfirmed: [FaceRect] = []
+            let cell = unconfirmedCell(height: first.height)
+            if !settled {
+                // Late (or the end of the stream): hide what no search vouches for, not the whole frame.
+                unconfirmed = planner.unconfirmedCells(first.index, cell: cell)
+                countersStorage.late += 1
+                let area = unconfirmed.reduce(0) { $0 + $1.width * $1.height } / Double(max(1, first.width * first.height))
+                countersStorage.unconfirmedArea += area
+                let n = countersStorage.late
+                if n == 1 || n % 100 == 0 {
+                    logger.warning("face detection is behind: \(n) frames so far left before every search they needed was done; in each, what no search confirmed was pixelated coarsely (this one: \(Int((area * 100).rounded())) % of the picture)")
+                }
+            }
+            if logger.logLevel <= .trace { logger.trace("frame at \(first.time / 1_000_000) ms: hiding \(faces), \(unconfirmed.count) unconfirmed runs") }
+            ready.append((first.sample, .hide(faces: faces, unconfirmed: unconfirmed, cell: cell)))
+            if planner.oldest?.index == first.index { self.planner?.removeOldest() }
         }
         return ready
     }
 
-    private func hasNearbyDetection(_ time: UInt64) -> Bool {
-        fullPassTimes.contains { ($0 > time ? $0 - time : time - $0) <= settings.maxDetectionAgeNs }
+    /// The coarse cell for unconfirmed parts: a fraction of the frame
+    /// height, a multiple of the change blocks.
+    private func unconfirmedCell(height: Int) -> Int {
+        let block = DetectionPlanner.block
+        return max(4 * block, Int((Double(height) * settings.unconfirmedCellFraction / Double(block)).rounded()) * block)
     }
 
     /// Outside the lock: pixelate, fill or black out.
-    private func finish(_ ready: [(Sample, [FaceRect]?)]) -> [Sample] {
-        ready.compactMap { sample, regions in
+    private func finish(_ ready: [(Sample, Treatment)]) -> [Sample] {
+        ready.compactMap { sample, treatment in
             do {
                 return try sample.modifyingVideoFrame { frame in
-                    if let regions { hide(regions, in: frame) } else { blackOut(frame) }
+                    switch treatment {
+                    case .hide(let faces, let unconfirmed, let cell):
+                        for region in unconfirmed { pixelate(region, cell: cell, in: frame) }
+                        hide(faces, in: frame)
+                    case .blackOut:
+                        blackOut(frame)
+                    }
                 }
             } catch {
                 // A frame we cannot write is a frame we cannot vouch for: drop it.
@@ -350,15 +375,7 @@ public final class FaceBlurStage: FrameProcessor {
             let y = frame.planes[0]
             switch settings.mode {
             case .pixelate:
-                PlaneEditor.pixelate(y.data, width: frame.width, height: frame.height, stride: y.stride, rect: region, cell: cell)
-                if frame.format == .i420 {
-                    for p in frame.planes[1...2] {
-                        PlaneEditor.pixelate(p.data, width: cw, height: ch, stride: p.stride, rect: half, cell: max(2, cell / 2))
-                    }
-                } else {
-                    PlaneEditor.pixelate(frame.planes[1].data, width: cw, height: ch, stride: frame.planes[1].stride,
-                                         channels: 2, rect: half, cell: max(2, cell / 2))
-                }
+                pixelate(region, cell: cell, in: frame)
             case .fill:
                 PlaneEditor.fill(y.data, width: frame.width, height: frame.height, stride: y.stride, rect: region, value: 16)
                 if frame.format == .i420 {
@@ -367,6 +384,22 @@ public final class FaceBlurStage: FrameProcessor {
                     PlaneEditor.fill(frame.planes[1].data, width: cw, height: ch, stride: frame.planes[1].stride, channels: 2, rect: half, value: 128)
                 }
             }
+        }
+    }
+
+    /// Pixelates `region` (luma and chroma) in cells of `cell` pixels.
+    private func pixelate(_ region: FaceRect, cell: Int, in frame: VideoFrame) {
+        let half = FaceRect(x: region.x / 2, y: region.y / 2, width: region.width / 2, height: region.height / 2)
+        let (cw, ch) = ((frame.width + 1) / 2, (frame.height + 1) / 2)
+        let y = frame.planes[0]
+        PlaneEditor.pixelate(y.data, width: frame.width, height: frame.height, stride: y.stride, rect: region, cell: cell)
+        if frame.format == .i420 {
+            for p in frame.planes[1...2] {
+                PlaneEditor.pixelate(p.data, width: cw, height: ch, stride: p.stride, rect: half, cell: max(2, cell / 2))
+            }
+        } else {
+            PlaneEditor.pixelate(frame.planes[1].data, width: cw, height: ch, stride: frame.planes[1].stride,
+                                 channels: 2, rect: half, cell: max(2, cell / 2))
         }
     }
 
@@ -426,14 +459,11 @@ public final class FaceBlurStage: FrameProcessor {
                     logger.debug("detection on frame \(job.pass.frame), \(job.pass.kind) \(job.pass.region): \(zip(found, faces).map { "\($0.0) \(String(format: "%.2f", $0.1.score))" })")
                 }
                 if planner != nil, job.generation == plannerGeneration {
-                    let time = job.pass.time
                     planner?.record(job.pass, found: found)
                     switch job.pass.kind {
                     case .whole:
                         countersStorage.wholeFramePasses += 1
                         countersStorage.wholeSeconds += seconds
-                        fullPassTimes.append(time)
-                        if fullPassTimes.count > 64 { fullPassTimes.removeFirst(32) }
                     case .tile:
                         countersStorage.tilePasses += 1
                         countersStorage.tileSeconds += seconds

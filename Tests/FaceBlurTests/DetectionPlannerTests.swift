@@ -8,7 +8,7 @@ final class DetectionPlannerTests: XCTestCase {
     static let frameNs: UInt64 = 33_333_333
     static let blocksPerRow = (width + 7) / 8, blockRows = (height + 7) / 8
 
-    func planner(offline: Bool = true) -> DetectionPlanner {
+    func planner() -> DetectionPlanner {
         var s = DetectionPlanner.Settings()
         s.wholeEvery = 4
         s.tileEvery = 8
@@ -16,7 +16,6 @@ final class DetectionPlannerTests: XCTestCase {
         s.followEvery = 4
         s.tileWidth = 192
         s.tileHeight = 128
-        s.tilesBlock = offline
         return DetectionPlanner(settings: s, tracker: FaceTracker(), width: Self.width, height: Self.height)
     }
 
@@ -79,18 +78,26 @@ final class DetectionPlannerTests: XCTestCase {
         XCTAssertTrue((0...8).allSatisfy(p.isSettled))
     }
 
-    func testLiveFramesDoNotWaitForTilesAndTilesComeLast() {
-        var p = planner(offline: false)
+    func testAFrameLeavingUnsettledHidesOnlyWhatChangedSinceTheLastSearch() {
+        var p = planner()
         add(&p, 0)
-        XCTAssertFalse(p.isSettled(0), "live too, the first frame waits for the first search of every tile")
+        XCTAssertEqual(p.unconfirmedCells(0, cell: 32).reduce(0) { $0 + $1.width * $1.height },
+                       Double(Self.width * Self.height), "nothing searched yet: all of it")
         runDue(&p)
-        XCTAssertTrue(p.isSettled(0))
-        for i in 1...8 { add(&p, i, [(1, 1)]) }
-        let ran = runDue(&p)
-        XCTAssertEqual(ran.map(\.kind), [.whole, .tile(1)], "what holds frames back first, then the tile")
-        XCTAssertEqual(ran.last?.frame, 8, "best effort, on the newest frame")
-        for i in 9...12 { add(&p, i, [(1, 1)]) }
-        XCTAssertTrue((0...8).allSatisfy(p.isSettled), "the whole-frame pass is enough live")
+        XCTAssertTrue(p.unconfirmedCells(0, cell: 32).isEmpty, "searched: nothing to hide")
+        // Something moves at block (5, 9) (pixels 40…47, 72…79) from frame 1 on; no search has run since.
+        for i in 1...3 { add(&p, i, [(5, 9)]) }
+        XCTAssertFalse(p.isSettled(2))
+        let cells = p.unconfirmedCells(2, cell: 32)
+        // Grown by one block: blocks 4…6 × 8…10, i.e. pixels 32…55 × 64…87, all in one 32-pixel cell.
+        XCTAssertEqual(cells, [FaceRect(x: 32, y: 64, width: 32, height: 32)],
+                       "the one cell of the grid holding the changed block and its neighbours")
+        add(&p, 4, [(5, 9), (39, 22)])
+        let edge = p.unconfirmedCells(4, cell: 32)
+        XCTAssertEqual(edge.last, FaceRect(x: 288, y: 160, width: 32, height: 24), "cells at the edge are clipped to the frame")
+        p.drain()   // the tiles' next searches are due later: run them now
+        runDue(&p)
+        XCTAssertTrue((0...4).allSatisfy { p.unconfirmedCells($0, cell: 32).isEmpty }, "searched again: confirmed")
     }
 
     func testAFaceFoundLateIsTracedBackAndFollowed() {
