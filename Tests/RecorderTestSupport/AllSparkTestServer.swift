@@ -102,7 +102,7 @@ public final class AllSparkTestServer {
             case .text(let text): self.received(text, on: socket)
             case .binary(let data): self.received(data, on: socket)
             }
-        }, closed: { [unowned self, weak socket] _, _ in
+        }, closed: { [unowned self, weak socket] _ in
             self.connections.removeAll { $0 === socket }
             self.openUpload = nil
         })

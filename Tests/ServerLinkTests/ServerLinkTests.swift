@@ -1,5 +1,6 @@
 import XCTest
 import GLibSupport
+import Logging
 import RecorderCore
 import RecorderTestSupport
 import SoupSupport
@@ -18,10 +19,12 @@ final class ServerLinkTests: XCTestCase {
 
     func makeLink(_ address: String, recorder: Recorder?, verifyTLS: Bool = true, announce: Bool = true,
                   upload: ServerLink.UploadOptions = .init(attempts: 3, retryDelay: 0.2),
-                  store: ServerSettingsStore? = nil) throws -> ServerLink {
+                  bounds: ServerBounds = ServerBounds(minBufferMB: 100, maxBufferMB: 200),
+                  store: ServerSettingsStore? = nil, logger: Logger = Logger(label: "allspark.server")) throws -> ServerLink {
         let link = ServerLink(address: try ServerAddress(parsing: address), deviceName: "Door (x86)",
                               verifyTLS: verifyTLS, reconnectDelay: 0.3, recorder: recorder,
-                              announceChunks: announce, uploadOptions: upload, settingsStore: store)
+                              announceChunks: announce, uploadOptions: upload, bounds: bounds,
+                              settingsStore: store, logger: logger)
         recorder?.onChunkFinished = { [weak link] chunk in
             link?.chunkFinished(chunk.record, fps: chunk.framesPerSecond, width: chunk.width, height: chunk.height, camera: "test")
         }
@@ -242,7 +245,6 @@ final class ServerLinkTests: XCTestCase {
         for junk in ["not json", "[]", #"{"type":"clientConfig","config":{"videoFormat":"avi","videoChunkDurationMs":-1}}"#,
                      #"{"command":"uploadTimeRange","startTime":"x"}"#, #"{"command":"uploadTimeRange","startTime":5,"endTime":1}"#,
                      #"{"command":"uploadTimeRange","startTime":1e400,"endTime":2}"#, #"{"command":"selfDestruct"}"#,
-                     #"{"status":"success","message":"nobody asked"}"#,
                      String(repeating: "{", count: 200_000)] {
             socket.send(text: junk)
         }
