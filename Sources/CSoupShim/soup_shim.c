@@ -128,7 +128,7 @@ typedef struct {
     gboolean accept_any_certificate;
     guint timeout;
     GCancellable *cancellable;   // cancelled at the deadline: it bounds the whole handshake, not each read
-    guint deadline;              // the deadline's timeout source on the main context (0: fired)
+    GSource *deadline;           // the deadline's timeout on the main context
     AsConnectDone done;
     gpointer user_data;
 } ConnectRequest;
@@ -136,12 +136,15 @@ typedef struct {
 static void connect_request_free(ConnectRequest *request) {
     g_free(request->url);
     g_object_unref(request->cancellable);
+    if (request->deadline) {
+        g_source_destroy(request->deadline);
+        g_source_unref(request->deadline);
+    }
     g_free(request);
 }
 
 static gboolean handshake_deadline_passed(gpointer data) {
     ConnectRequest *request = data;
-    request->deadline = 0;
     g_cancellable_cancel(request->cancellable);
     return G_SOURCE_REMOVE;
 }
@@ -270,8 +273,7 @@ static void upgrade_in_thread(GTask *task, gpointer source, gpointer task_data, 
 static void upgrade_finished(GObject *source, GAsyncResult *result, gpointer data) {
     ConnectRequest *request = data;
     GError *error = NULL;
-    if (request->deadline) g_source_remove(request->deadline);
-    request->deadline = 0;
+    g_source_destroy(request->deadline);
     // A cancelled task reports cancellation even when the worker got a connection just in time (it is freed).
     GIOStream *connection = g_task_propagate_pointer(G_TASK(result), &error);
     if (!connection && g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED)) {
@@ -309,7 +311,9 @@ void as_websocket_connect_async(const char *url, gboolean accept_any_certificate
     request->user_data = user_data;
     // The per-read timeout alone lets a server that trickles its answer hold the handshake forever.
     request->cancellable = g_cancellable_new();
-    request->deadline = g_timeout_add_seconds(timeout_seconds, handshake_deadline_passed, request);
+    request->deadline = g_timeout_source_new_seconds(timeout_seconds);
+    g_source_set_callback(request->deadline, handshake_deadline_passed, request, NULL);
+    g_source_attach(request->deadline, g_main_context_get_thread_default());
     GTask *task = g_task_new(NULL, request->cancellable, upgrade_finished, request);
     g_task_set_task_data(task, request, (GDestroyNotify)connect_request_free);
     g_task_run_in_thread(task, upgrade_in_thread);
@@ -503,4 +507,11 @@ void as_websocket_send_ping(SoupWebsocketConnection *connection, const guint8 *p
     mask_in_place(send->header + 6, length, send->mask, 0);
     send->header_length = 6 + length;
     g_timeout_add(1, send_when_libsoup_is_idle, send);
+}
+
+const char *as_websocket_pong_text(gconstpointer payload) {
+    // libsoup 3.2 emits "pong" with a GByteArray although the signal is declared with a GBytes;
+    // later versions pass a GBytes. Both start with the pointer to the data, and libsoup
+    // NUL-terminates that copy in both, so it reads as text either way.
+    return payload ? *(const char *const *)payload : NULL;
 }

@@ -89,7 +89,7 @@ public final class ServerLink {
     /// Runs out when an upload in flight got no settled reply in time.
     private var replyTimer: MainLoop.Source?
     /// The ping sent after the upload in flight's file, and which file it follows.
-    private var pendingBarrier: (payload: Data, file: String)?
+    private var pendingBarrier: (payload: String, file: String)?
     private var barrierCount = 0
     /// `chunkSaved` messages held back while an upload is owed its replies, so that no other
     /// reply can come between the upload's (they are sent once it is settled).
@@ -466,7 +466,7 @@ extension ServerLink: UploadTransport {
                 // The server's replies to the upload come before its pong to this ping (it answers in
                 // order): that pong settles the upload (ReplyLedger).
                 self.barrierCount += 1
-                let payload = Data("allspark-upload-\(self.barrierCount)".utf8)
+                let payload = "allspark-upload-\(self.barrierCount)"
                 if socket.ping(payload: payload) { self.pendingBarrier = (payload, chunk.file) }
                 self.uploads?.pump()
             case .failure(let error):
@@ -474,8 +474,10 @@ extension ServerLink: UploadTransport {
                 // follow half a frame). Only a fresh connection is in a known state; the chunk is sent
                 // again after reconnecting (a bounded number of times).
                 self.logger.warning("sending \(chunk.file) failed (\(loggable(error.description))); the recorder dropped the connection and reconnects")
+                // (No close frame: none can follow half a frame, and 1011 is a server's code: libsoup
+                // refuses it from a client with a CRITICAL.)
                 socket.abort(reason: "sending \(chunk.file) failed")
-                self.dropSocket(code: 1011, reason: "")
+                self.dropSocket(code: 1001, reason: "")
                 self.scheduleReconnect()
             }
         }

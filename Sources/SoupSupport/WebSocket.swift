@@ -193,27 +193,24 @@ public final class WebSocket {
         soup_websocket_connection_set_keepalive_interval(connection, seconds)
     }
 
-    /// Each pong from the peer (the answer to a keep-alive ping or to `ping(payload:)`), with its payload, on the main loop.
-    public func onPong(_ handler: @escaping (Data) -> Void) {
-        let onPong: @convention(c) (OpaquePointer?, OpaquePointer?, gpointer?) -> Void = { _, bytes, data in
+    /// Each pong from the peer (the answer to a keep-alive ping or to `ping(payload:)`), with its payload as text, on the main loop.
+    public func onPong(_ handler: @escaping (String) -> Void) {
+        let onPong: @convention(c) (OpaquePointer?, gconstpointer?, gpointer?) -> Void = { _, payload, data in
             guard let data else { return }
-            var size: gsize = 0
-            let raw = bytes.flatMap { g_bytes_get_data($0, &size) }
-            CallbackBox<(Data) -> Void>.from(data)(raw.map { Data(bytes: $0, count: Int(size)) } ?? Data())
+            CallbackBox<(String) -> Void>.from(data)(as_websocket_pong_text(payload).map { String(cString: $0) } ?? "")
         }
         handlers.append(g_signal_connect_data(UnsafeMutableRawPointer(connection), "pong", unsafeBitCast(onPong, to: GCallback.self),
-                                              CallbackBox(handler).retainedPointer, { p, _ in CallbackBox<(Data) -> Void>.release(p) }, GConnectFlags(rawValue: 0)))
+                                              CallbackBox(handler).retainedPointer, { p, _ in CallbackBox<(String) -> Void>.release(p) }, GConnectFlags(rawValue: 0)))
     }
 
-    /// Sends a ping carrying `payload` (at most 125 bytes) after everything sent
+    /// Sends a ping carrying `payload` (ASCII, at most 125 bytes) after everything sent
     /// before, including a file still streaming. Only on connections opened by
     /// `WebSocketConnector`; false elsewhere.
     @discardableResult
-    public func ping(payload: Data) -> Bool {
-        guard isOpen, payload.count <= 125, as_websocket_can_stream(connection) != 0 else { return false }
-        payload.withUnsafeBytes { raw in
-            as_websocket_send_ping(connection, raw.bindMemory(to: guint8.self).baseAddress, gsize(raw.count))
-        }
+    public func ping(payload: String) -> Bool {
+        let bytes = Array(payload.utf8)
+        guard isOpen, bytes.count <= 125, as_websocket_can_stream(connection) != 0 else { return false }
+        as_websocket_send_ping(connection, bytes, gsize(bytes.count))
         return true
     }
 

@@ -66,7 +66,7 @@ final class ServerLinkTests: XCTestCase {
         XCTAssertTrue(recorder.catalog.all.contains { $0.format == .mov }, "the next chunks use the server's container")
 
         // A restart without the server records with the server's values; the config file is untouched.
-        let reloaded = store.applied(to: try testConfig(storage: storage.path))
+        let reloaded = store.applied(to: try testConfig(storage: storage.path, extra: ["server.min_buffer_mb=100"]))
         XCTAssertEqual(reloaded.tuning, expected)
         XCTAssertEqual(try testConfig(storage: storage.path).recording.videoFormat, .mp4)
     }

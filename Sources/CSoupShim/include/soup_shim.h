@@ -46,6 +46,10 @@ void as_websocket_send_file(SoupWebsocketConnection *connection, const char *pat
 /// answer in order send it after their replies to everything before it.
 void as_websocket_send_ping(SoupWebsocketConnection *connection, const guint8 *payload, gsize length);
 
+/// The payload of libsoup's "pong" signal as NUL-terminated text, whichever
+/// type this libsoup passes (a GByteArray in 3.2, a GBytes later).
+const char *as_websocket_pong_text(gconstpointer payload);
+
 G_END_DECLS
 
 #endif
