@@ -122,7 +122,8 @@ let package = Package(
         ),
         .testTarget(
             name: "ServerLinkTests",
-            dependencies: ["ServerLink", "SoupSupport", "Recorder", "RecorderCore", "GLibSupport", "RecorderTestSupport"]
+            dependencies: ["ServerLink", "SoupSupport", "Recorder", "RecorderCore", "GLibSupport", "CGLib", "RecorderTestSupport",
+                           .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(
             name: "DiscoveryTests",

@@ -127,13 +127,26 @@ typedef struct {
     char *url;
     gboolean accept_any_certificate;
     guint timeout;
+    GCancellable *cancellable;   // cancelled at the deadline: it bounds the whole handshake, not each read
+    GSource *deadline;           // the deadline's timeout on the main context
     AsConnectDone done;
     gpointer user_data;
 } ConnectRequest;
 
 static void connect_request_free(ConnectRequest *request) {
     g_free(request->url);
+    g_object_unref(request->cancellable);
+    if (request->deadline) {
+        g_source_destroy(request->deadline);
+        g_source_unref(request->deadline);
+    }
     g_free(request);
+}
+
+static gboolean handshake_deadline_passed(gpointer data) {
+    ConnectRequest *request = data;
+    g_cancellable_cancel(request->cancellable);
+    return G_SOURCE_REMOVE;
 }
 
 static gboolean accept_certificate(GTlsConnection *connection, GTlsCertificate *certificate,
@@ -260,7 +273,14 @@ static void upgrade_in_thread(GTask *task, gpointer source, gpointer task_data, 
 static void upgrade_finished(GObject *source, GAsyncResult *result, gpointer data) {
     ConnectRequest *request = data;
     GError *error = NULL;
+    g_source_destroy(request->deadline);
+    // A cancelled task reports cancellation even when the worker got a connection just in time (it is freed).
     GIOStream *connection = g_task_propagate_pointer(G_TASK(result), &error);
+    if (!connection && g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED)) {
+        g_clear_error(&error);
+        g_set_error(&error, G_IO_ERROR, G_IO_ERROR_TIMED_OUT,
+                    "no WebSocket connection within %u s (connect, TLS and HTTP upgrade together)", request->timeout);
+    }
     if (!connection) {
         request->done(NULL, error, request->user_data);
         g_error_free(error);
@@ -289,7 +309,12 @@ void as_websocket_connect_async(const char *url, gboolean accept_any_certificate
     request->timeout = timeout_seconds;
     request->done = done;
     request->user_data = user_data;
-    GTask *task = g_task_new(NULL, NULL, upgrade_finished, request);
+    // The per-read timeout alone lets a server that trickles its answer hold the handshake forever.
+    request->cancellable = g_cancellable_new();
+    request->deadline = g_timeout_source_new_seconds(timeout_seconds);
+    g_source_set_callback(request->deadline, handshake_deadline_passed, request, NULL);
+    g_source_attach(request->deadline, g_main_context_get_thread_default());
+    GTask *task = g_task_new(NULL, request->cancellable, upgrade_finished, request);
     g_task_set_task_data(task, request, (GDestroyNotify)connect_request_free);
     g_task_run_in_thread(task, upgrade_in_thread);
     g_object_unref(task);
@@ -306,7 +331,7 @@ typedef struct {
     goffset remaining;         // payload bytes still to write
     goffset offset;            // payload bytes written (for the mask position)
     guint8 mask[4];
-    guint8 header[14];
+    guint8 header[14 + 125];   // a file frame's header, or a whole ping frame (payload ≤ 125 bytes)
     gsize header_length;
     guint8 *buffer;
     gboolean started;          // bytes of the frame are on the wire: an error leaves it unfinishable
@@ -321,7 +346,7 @@ static void send_finish(FileSend *send, const char *error_message) {
         // Half a frame was sent: nothing can follow it on this connection.
         g_io_stream_close(send->gate->connection, NULL, NULL);
     }
-    send->done(error_message == NULL, error_message, send->user_data);
+    if (send->done) send->done(error_message == NULL, error_message, send->user_data);
     if (send->file) g_object_unref(send->file);
     if (send->gate) g_object_unref(send->gate);
     g_object_unref(send->websocket);
@@ -463,4 +488,30 @@ void as_websocket_send_file(SoupWebsocketConnection *connection, const char *pat
     // Polled rather than signalled: libsoup says nothing when its queue drains. Within a millisecond or
     // two, normally; longer only while a big frame of its own is still going out.
     g_timeout_add(1, send_when_libsoup_is_idle, send);
+}
+
+void as_websocket_send_ping(SoupWebsocketConnection *connection, const guint8 *payload, gsize length) {
+    AsGatedOutputStream *gate = gate_of(connection);
+    if (!gate || length > 125) return;
+    FileSend *send = g_new0(FileSend, 1);
+    send->websocket = g_object_ref(connection);
+    send->gate = g_object_ref(gate);
+    send->out = g_io_stream_get_output_stream(gate->connection);
+    guint32 mask = g_random_int();
+    memcpy(send->mask, &mask, 4);
+    // FIN + ping, the length with the mask bit, the mask, the masked payload: written whole, like a file's header.
+    send->header[0] = 0x89;
+    send->header[1] = 0x80 | (guint8)length;
+    memcpy(send->header + 2, send->mask, 4);
+    memcpy(send->header + 6, payload, length);
+    mask_in_place(send->header + 6, length, send->mask, 0);
+    send->header_length = 6 + length;
+    g_timeout_add(1, send_when_libsoup_is_idle, send);
+}
+
+const char *as_websocket_pong_text(gconstpointer payload) {
+    // libsoup 3.2 emits "pong" with a GByteArray although the signal is declared with a GBytes;
+    // later versions pass a GBytes. Both start with the pointer to the data, and libsoup
+    // NUL-terminates that copy in both, so it reads as text either way.
+    return payload ? *(const char *const *)payload : NULL;
 }

@@ -61,10 +61,13 @@ public final class MainLoop {
     /// Calls `block` every `seconds` until it returns false or the source is cancelled.
     @discardableResult
     public static func every(_ seconds: Double, _ block: @escaping () -> Bool) -> Source {
-        let id = g_timeout_add_full(G_PRIORITY_DEFAULT, guint(max(1, seconds * 1000)), { data in
+        let source = Source(id: 0)
+        // A source that stopped itself is gone: cancelling it afterwards must not remove its (reused) id.
+        let tick: () -> Bool = { if block() { return true }; source.id = 0; return false }
+        source.id = g_timeout_add_full(G_PRIORITY_DEFAULT, guint(max(1, seconds * 1000)), { data in
             CallbackBox<() -> Bool>.from(data!)() ? 1 : 0
-        }, CallbackBox(block).retainedPointer, { CallbackBox<() -> Bool>.release($0) })
-        return Source(id: id)
+        }, CallbackBox(tick).retainedPointer, { CallbackBox<() -> Bool>.release($0) })
+        return source
     }
 
     /// Handles a Unix signal (SIGINT, SIGTERM, SIGHUP) on the main-loop thread.

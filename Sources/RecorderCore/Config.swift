@@ -29,6 +29,8 @@ public struct RecorderConfig: Equatable, Sendable {
         public var uploadAttempts: Int
 
         public var maxUploadBytes: Int64 { Int64(maxUploadMB) * 1024 * 1024 }
+        /// What the server may ask for (`max_request_future_s`, `min_buffer_mb`, `max_buffer_mb`, `max_record_duration_s`).
+        public var bounds = ServerBounds()
     }
     public struct Recording: Equatable, Sendable {
         /// Absolute path of the pipeline description.
@@ -120,6 +122,10 @@ public enum ConfigLoader {
         Key(name: "server.announce_chunks", kind: .bool),
         Key(name: "server.max_upload_mb", kind: .integer),
         Key(name: "server.upload_attempts", kind: .integer),
+        Key(name: "server.max_request_future_s", kind: .number),
+        Key(name: "server.min_buffer_mb", kind: .integer),
+        Key(name: "server.max_buffer_mb", kind: .integer),
+        Key(name: "server.max_record_duration_s", kind: .number),
         Key(name: "recording.pipeline", kind: .path),
         Key(name: "recording.storage_dir", kind: .path),
         Key(name: "recording.video_format", kind: .string),
@@ -249,7 +255,7 @@ public enum ConfigLoader {
             }
         }
 
-        return RecorderConfig(
+        var config = RecorderConfig(
             device: .init(name: deviceName),
             server: .init(host: host, verifyTLS: verifyTLS, discovery: discovery,
                           reconnectDelaySeconds: reconnect, announceChunks: announce,
@@ -261,6 +267,28 @@ public enum ConfigLoader {
                            followEvery: followEvery, maxLatencyMs: maxLatencyMs),
             pipelineVariables: variables,
             sourceFile: file)
+        config.server.bounds = try serverBounds(reader, bufferMaxMB: bufferMax)
+        return config
+    }
+
+    /// `[server]` bounds on what a server may ask. The buffer a server sets may be lower than
+    /// the box's own `recording.buffer_max_mb`, never higher.
+    static func serverBounds(_ reader: SettingReader, bufferMaxMB: Int) throws -> ServerBounds {
+        let future = try reader.number("server.max_request_future_s", default: ServerBounds.defaultMaxRequestFutureSeconds,
+                                       range: 0...31_536_000)
+        let maxBuffer = try reader.integer("server.max_buffer_mb", default: bufferMaxMB, range: ConfigLimits.bufferMaxMB)
+        if maxBuffer > bufferMaxMB {
+            throw ConfigError("\(reader.origin("server.max_buffer_mb")): server.max_buffer_mb = \(maxBuffer) is above recording.buffer_max_mb = \(bufferMaxMB); a server may lower the buffer, never raise it above the box's own")
+        }
+        let minBuffer = try reader.integer("server.min_buffer_mb", default: min(ServerBounds.defaultMinBufferMB, maxBuffer),
+                                           range: ConfigLimits.bufferMaxMB)
+        if minBuffer > maxBuffer {
+            throw ConfigError("\(reader.origin("server.min_buffer_mb")): server.min_buffer_mb = \(minBuffer) is above server.max_buffer_mb = \(maxBuffer)")
+        }
+        let record = try reader.number("server.max_record_duration_s", default: ServerBounds.defaultMaxRecordDurationSeconds,
+                                       range: 1...604_800)
+        return ServerBounds(maxRequestFutureSeconds: future, minBufferMB: minBuffer, maxBufferMB: maxBuffer,
+                            maxRecordDurationSeconds: record)
     }
 
     static func parseOverride(_ raw: String, kind: Kind, key: String) throws -> TOMLValue {

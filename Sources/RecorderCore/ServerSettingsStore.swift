@@ -39,13 +39,14 @@ public struct ServerSettingsStore {
         }
     }
 
-    /// `config` with the saved server values laid over its tuning.
+    /// `config` with the saved server values laid over its tuning; the buffer within the
+    /// config's `[server]` bounds (a file written before them may hold any value).
     public func applied(to config: RecorderConfig) -> RecorderConfig {
         guard let saved = load() else { return config }
         var config = config
         config.recording.videoFormat = saved.tuning.videoFormat
         config.recording.chunkDurationMs = saved.tuning.chunkDurationMs
-        config.recording.bufferMaxMB = saved.tuning.bufferMaxMB
+        config.recording.bufferMaxMB = config.server.bounds.clampBuffer(saved.tuning.bufferMaxMB)
         return config
     }
 }

@@ -42,8 +42,25 @@ func describe(_ error: UnsafeMutablePointer<GError>?) -> WebSocketError {
 public final class WebSocket {
     public enum Message { case text(String), binary(Data) }
 
+    /// How a connection ended, and which side ended it.
+    public enum Ending: Equatable {
+        /// The peer sent a close frame (its code and reason; code 1005 when it gave none).
+        case byPeer(code: Int, reason: String?)
+        /// This side ended it: `close`/`abort` with a reason, or libsoup refused what the
+        /// peer sent (a message over the size limit: 1009, an invalid frame: 1002 …).
+        case byUs(code: Int, reason: String)
+        /// No close frame: the connection failed or the peer vanished (its error, if any).
+        case dropped(String?)
+    }
+
     let connection: OpaquePointer   // SoupWebsocketConnection*, one reference owned
     private var handlers: [gulong] = []
+    /// Why this side ended the connection, once it did (the first reason wins).
+    private var ourEnding: (code: Int, reason: String)?
+    /// The transport error libsoup reported, if the connection failed under it.
+    private var transportError: String?
+    /// `abort()` was called: libsoup still thinks the connection is open, but nothing may be written any more.
+    public private(set) var isAborted = false
 
     init(retaining connection: OpaquePointer) {
         self.connection = connection
@@ -55,10 +72,20 @@ public final class WebSocket {
         g_object_unref(UnsafeMutableRawPointer(connection))
     }
 
-    public var isOpen: Bool { soup_websocket_connection_get_state(connection) == SOUP_WEBSOCKET_STATE_OPEN }
+    public var isOpen: Bool { !isAborted && soup_websocket_connection_get_state(connection) == SOUP_WEBSOCKET_STATE_OPEN }
 
-    /// Receives messages and the close, on the main loop.
-    public func onEvents(message: @escaping (Message) -> Void, closed: @escaping (_ code: Int, _ reason: String?) -> Void) {
+    /// How the connection ended, from what this side did, what libsoup reported and the peer's close frame.
+    private func ending() -> Ending {
+        if let ourEnding { return .byUs(code: ourEnding.code, reason: ourEnding.reason) }
+        let code = Int(soup_websocket_connection_get_close_code(connection))
+        if code != 0 {
+            return .byPeer(code: code, reason: soup_websocket_connection_get_close_data(connection).map { String(cString: $0) })
+        }
+        return .dropped(transportError)
+    }
+
+    /// Receives messages and the end of the connection, on the main loop.
+    public func onEvents(message: @escaping (Message) -> Void, closed: @escaping (Ending) -> Void) {
         let onMessage: @convention(c) (OpaquePointer?, Int32, OpaquePointer?, gpointer?) -> Void = { _, type, bytes, data in
             guard let bytes, let data else { return }
             var size: gsize = 0
@@ -71,15 +98,36 @@ public final class WebSocket {
                 handler(.binary(payload))
             }
         }
-        let onClosed: @convention(c) (OpaquePointer?, gpointer?) -> Void = { connection, data in
-            guard let connection, let data else { return }
-            let reason = soup_websocket_connection_get_close_data(connection).map { String(cString: $0) }
-            CallbackBox<(Int, String?) -> Void>.from(data)(Int(soup_websocket_connection_get_close_code(connection)), reason)
+        let onClosed: @convention(c) (OpaquePointer?, gpointer?) -> Void = { _, data in
+            guard let data else { return }
+            CallbackBox<() -> Void>.from(data)()
+        }
+        // libsoup says why it gave up on the connection before it closes it: a WebSocket error
+        // means it refused what the peer sent (and closed the connection itself), anything else
+        // is the transport failing under it.
+        let onError: @convention(c) (OpaquePointer?, UnsafeMutablePointer<GError>?, gpointer?) -> Void = { _, error, data in
+            guard let error, let data else { return }
+            CallbackBox<(UnsafeMutablePointer<GError>) -> Void>.from(data)(error)
+        }
+        let noted: (UnsafeMutablePointer<GError>) -> Void = { [weak self] error in
+            guard let self else { return }
+            let text = String(cString: error.pointee.message)
+            if error.pointee.domain == soup_websocket_error_quark() {
+                if self.ourEnding == nil { self.ourEnding = (Int(error.pointee.code), text) }
+            } else if self.transportError == nil {
+                self.transportError = text
+            }
+        }
+        let ended: () -> Void = { [weak self] in
+            guard let self else { return }
+            closed(self.ending())
         }
         handlers.append(g_signal_connect_data(UnsafeMutableRawPointer(connection), "message", unsafeBitCast(onMessage, to: GCallback.self),
                                               CallbackBox(message).retainedPointer, { p, _ in CallbackBox<(Message) -> Void>.release(p) }, GConnectFlags(rawValue: 0)))
+        handlers.append(g_signal_connect_data(UnsafeMutableRawPointer(connection), "error", unsafeBitCast(onError, to: GCallback.self),
+                                              CallbackBox(noted).retainedPointer, { p, _ in CallbackBox<(UnsafeMutablePointer<GError>) -> Void>.release(p) }, GConnectFlags(rawValue: 0)))
         handlers.append(g_signal_connect_data(UnsafeMutableRawPointer(connection), "closed", unsafeBitCast(onClosed, to: GCallback.self),
-                                              CallbackBox(closed).retainedPointer, { p, _ in CallbackBox<(Int, String?) -> Void>.release(p) }, GConnectFlags(rawValue: 0)))
+                                              CallbackBox(ended).retainedPointer, { p, _ in CallbackBox<() -> Void>.release(p) }, GConnectFlags(rawValue: 0)))
     }
 
     public func send(text: String) {
@@ -122,14 +170,20 @@ public final class WebSocket {
     }
 
     /// Drops the connection at once, without a close handshake: what the
-    /// peer sees when this side crashes (tests use it to kill a server).
-    public func abort() {
+    /// peer sees when this side crashes (tests use it to kill a server), and
+    /// the only way out once half a frame is on the wire. libsoup notices at
+    /// its next read and reports the connection closed.
+    public func abort(reason: String = "connection dropped") {
+        if ourEnding == nil { ourEnding = (1006, reason) }
+        isAborted = true
         guard let stream = soup_websocket_connection_get_io_stream(connection) else { return }
         g_io_stream_close(stream, nil, nil)
     }
 
+    /// Starts the close handshake (nothing after `abort`: no frame can be written any more).
     public func close(code: Int = 1000, reason: String? = nil) {
-        guard isOpen else { return }
+        guard isOpen, !isAborted else { return }
+        if ourEnding == nil { ourEnding = (code, reason ?? "") }
         soup_websocket_connection_close(connection, gushort(code), reason)
     }
 
@@ -139,14 +193,25 @@ public final class WebSocket {
         soup_websocket_connection_set_keepalive_interval(connection, seconds)
     }
 
-    /// Each pong from the peer (the answer to a keep-alive ping), on the main loop.
-    public func onPong(_ handler: @escaping () -> Void) {
-        let onPong: @convention(c) (OpaquePointer?, OpaquePointer?, gpointer?) -> Void = { _, _, data in
+    /// Each pong from the peer (the answer to a keep-alive ping or to `ping(payload:)`), with its payload as text, on the main loop.
+    public func onPong(_ handler: @escaping (String) -> Void) {
+        let onPong: @convention(c) (OpaquePointer?, gconstpointer?, gpointer?) -> Void = { _, payload, data in
             guard let data else { return }
-            CallbackBox<() -> Void>.from(data)()
+            CallbackBox<(String) -> Void>.from(data)(as_websocket_pong_text(payload).map { String(cString: $0) } ?? "")
         }
         handlers.append(g_signal_connect_data(UnsafeMutableRawPointer(connection), "pong", unsafeBitCast(onPong, to: GCallback.self),
-                                              CallbackBox(handler).retainedPointer, { p, _ in CallbackBox<() -> Void>.release(p) }, GConnectFlags(rawValue: 0)))
+                                              CallbackBox(handler).retainedPointer, { p, _ in CallbackBox<(String) -> Void>.release(p) }, GConnectFlags(rawValue: 0)))
+    }
+
+    /// Sends a ping carrying `payload` (ASCII, at most 125 bytes) after everything sent
+    /// before, including a file still streaming. Only on connections opened by
+    /// `WebSocketConnector`; false elsewhere.
+    @discardableResult
+    public func ping(payload: String) -> Bool {
+        let bytes = Array(payload.utf8)
+        guard isOpen, bytes.count <= 125, as_websocket_can_stream(connection) != 0 else { return false }
+        as_websocket_send_ping(connection, bytes, gsize(bytes.count))
+        return true
     }
 
     /// Largest message accepted from the peer (libsoup's default is 128 KiB).

@@ -129,6 +129,7 @@ func makeServerLink(_ config: RecorderConfig, recorder: Recorder, logger: Logger
         reconnectDelay: config.server.reconnectDelaySeconds, recorder: recorder,
         announceChunks: config.server.announceChunks,
         uploadOptions: .init(maxBytes: config.server.maxUploadBytes, attempts: config.server.uploadAttempts),
+        bounds: config.server.bounds,
         settingsStore: ServerSettingsStore(storageDirectory: config.recording.storageDirectory))
     // The camera is named after its pipeline description (e.g. "v4l2" for pipelines/v4l2.pipeline).
     let camera = ((config.recording.pipeline as NSString).lastPathComponent as NSString).deletingPathExtension

@@ -59,7 +59,8 @@ struct Upload: ParsableCommand {
                               reconnectDelay: configuration.server.reconnectDelaySeconds, recorder: archive,
                               announceChunks: false,
                               uploadOptions: .init(maxBytes: configuration.server.maxUploadBytes,
-                                                   attempts: configuration.server.uploadAttempts))
+                                                   attempts: configuration.server.uploadAttempts),
+                              bounds: configuration.server.bounds)
         var received = 0, failed = 0
         let loop = MainLoop()
         link.onUploadFinished = { _, ok in

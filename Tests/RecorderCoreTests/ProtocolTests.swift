@@ -135,40 +135,68 @@ final class JSONNumberTests: XCTestCase {
 }
 
 final class ReplyLedgerTests: XCTestCase {
-    func testRepliesAreAttributedInOrderWhateverTheyAnswer() {
+    func testRepliesAreAttributedInOrderAndAnUploadSettlesAtItsBarrier() {
         var ledger = ReplyLedger<String>()
         ledger.sent(.chunkSaved)
         ledger.sent(.upload("a.mp4"))
-        ledger.sent(.chunkSaved)
         // An old server: chunkSaved earns an error that must not fail the upload.
         XCTAssertEqual(ledger.received(success: false, message: "Unknown message type"), .chunkSaved(success: false))
+        // The upload's success is only noted: something more may still belong to it.
+        XCTAssertEqual(ledger.received(success: true, message: "Video uploaded successfully"), .noted("a.mp4"))
+        XCTAssertTrue(ledger.isWaitingForUpload)
+        XCTAssertEqual(ledger.barrier(after: "a.mp4"), .upload("a.mp4", success: true, message: "Video uploaded successfully"))
+        XCTAssertFalse(ledger.isWaitingForUpload)
+        ledger.sent(.chunkSaved)
+        XCTAssertEqual(ledger.received(success: true, message: "Chunk saved info received"), .chunkSaved(success: true))
+    }
+
+    func testAReplyWhenNoneIsOwedMakesTheLedgerUntrusted() {
+        var ledger = ReplyLedger<String>()
+        guard case .untrusted = ledger.received(success: true, message: nil) else { return XCTFail("a stray reply was accepted") }
+    }
+
+    func testAnExtraSuccessAfterTheMetadataIsCaughtNotTakenForTheUpload() {
+        // The server: a success after each upload metadata, an error (the real answer) after each binary.
+        var ledger = ReplyLedger<String>()
+        ledger.sent(.upload("a.mp4"))
+        XCTAssertEqual(ledger.received(success: true, message: nil), .noted("a.mp4"))
+        guard case .untrusted = ledger.received(success: false, message: "Failed to write video data") else {
+            return XCTFail("[success, error] fits no upload")
+        }
+        // Two successes do not fit either.
+        ledger = ReplyLedger<String>()
+        ledger.sent(.upload("b.mp4"))
+        _ = ledger.received(success: true, message: nil)
+        guard case .untrusted = ledger.received(success: true, message: nil) else { return XCTFail("[success, success] fits no upload") }
+    }
+
+    func testARefusedMetadataOwesASecondErrorAndSettlesOnIt() {
+        var ledger = ReplyLedger<String>()
+        ledger.sent(.upload("a.mp4"))
+        XCTAssertEqual(ledger.received(success: false, message: "Failed to write file"), .noted("a.mp4"))
+        XCTAssertEqual(ledger.received(success: false, message: "Metadata not received yet"),
+                       .upload("a.mp4", success: false, message: "Failed to write file"))
+        XCTAssertEqual(ledger.barrier(after: "a.mp4"), .nothing, "the barrier of a settled upload changes nothing")
+        ledger.sent(.chunkSaved)
+        XCTAssertEqual(ledger.received(success: false, message: "Unknown message type"), .chunkSaved(success: false))
+    }
+
+    func testAFailedBinarySettlesAtTheBarrierAndALateMetadataErrorIsItsTail() {
+        var ledger = ReplyLedger<String>()
+        ledger.sent(.upload("a.mp4"))
+        XCTAssertEqual(ledger.received(success: false, message: "Failed to write video data"), .noted("a.mp4"))
+        XCTAssertEqual(ledger.barrier(after: "a.mp4"), .upload("a.mp4", success: false, message: "Failed to write video data"))
+        // A server whose pong overtook the second error of a refused metadata.
+        XCTAssertEqual(ledger.received(success: false, message: "Metadata not received yet"), .tailOfFailedUpload("a.mp4"))
+    }
+
+    func testABarrierBeforeTheReplyWaitsForIt() {
+        // Servers whose pongs overtake their replies: the reply that follows settles the upload.
+        var ledger = ReplyLedger<String>()
+        ledger.sent(.upload("a.mp4"))
+        XCTAssertEqual(ledger.barrier(after: "a.mp4"), .nothing)
         XCTAssertEqual(ledger.received(success: true, message: "Video uploaded successfully"),
                        .upload("a.mp4", success: true, message: "Video uploaded successfully"))
-        XCTAssertEqual(ledger.received(success: true, message: "Chunk saved info received"), .chunkSaved(success: true))
-        XCTAssertEqual(ledger.received(success: true, message: nil), .unexpected(success: true, message: nil))
-        XCTAssertFalse(ledger.isWaitingForUpload)
-    }
-
-    func testARefusedMetadataOwesASecondErrorWhichIsNotPassedOn() {
-        var ledger = ReplyLedger<String>()
-        ledger.sent(.upload("a.mp4"))
-        ledger.sent(.chunkSaved)
-        ledger.sent(.upload("b.mp4"))
-        XCTAssertEqual(ledger.received(success: false, message: "Failed to write file"),
-                       .upload("a.mp4", success: false, message: "Failed to write file"))
-        XCTAssertEqual(ledger.received(success: false, message: "Metadata not received yet"), .tailOfFailedUpload("a.mp4"))
-        XCTAssertEqual(ledger.received(success: false, message: "Unknown message type"), .chunkSaved(success: false))
-        XCTAssertEqual(ledger.received(success: true, message: "Video uploaded successfully"),
-                       .upload("b.mp4", success: true, message: "Video uploaded successfully"))
-    }
-
-    func testAFailedBinaryOwesNothingMore() {
-        var ledger = ReplyLedger<String>()
-        ledger.sent(.upload("a.mp4"))
-        ledger.sent(.chunkSaved)
-        XCTAssertEqual(ledger.received(success: false, message: "Failed to write video data"),
-                       .upload("a.mp4", success: false, message: "Failed to write video data"))
-        XCTAssertEqual(ledger.received(success: false, message: "Unknown message type"), .chunkSaved(success: false))
     }
 }
 

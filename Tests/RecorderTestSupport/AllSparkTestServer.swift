@@ -44,6 +44,19 @@ public final class AllSparkTestServer {
     /// Called with each upload's metadata as it arrives (tests kill the server here).
     public var onUploadMetadata: ((String) -> Void)?
 
+    /// Ways a faulty or hostile server departs from the protocol (fault-injection tests).
+    public struct Misbehaviour: OptionSet {
+        public let rawValue: Int
+        public init(rawValue: Int) { self.rawValue = rawValue }
+        /// A `{"status":"success"}` after each upload metadata, which earns no reply on success.
+        public static let extraSuccessAfterMetadata = Misbehaviour(rawValue: 1)
+        /// Every file is refused ("Failed to write video data") and nothing is kept.
+        public static let refuseEveryFile = Misbehaviour(rawValue: 2)
+        /// Every file is swallowed: nothing kept, no reply at all.
+        public static let neverAnswerFiles = Misbehaviour(rawValue: 4)
+    }
+    public var misbehaviour: Misbehaviour = []
+
     public private(set) var connections: [WebSocket] = []
     public private(set) var texts: [String] = []
     public private(set) var uploads: [Upload] = []
@@ -102,7 +115,7 @@ public final class AllSparkTestServer {
             case .text(let text): self.received(text, on: socket)
             case .binary(let data): self.received(data, on: socket)
             }
-        }, closed: { [unowned self, weak socket] _, _ in
+        }, closed: { [unowned self, weak socket] _ in
             self.connections.removeAll { $0 === socket }
             self.openUpload = nil
         })
@@ -144,6 +157,7 @@ public final class AllSparkTestServer {
                 return
             }
             openUpload = (metadata, handle)
+            if misbehaviour.contains(.extraSuccessAfterMetadata) { socket.send(text: #"{"status":"success"}"#) }
         default:
             if json["filename"] == nil { reply(socket, success: false, "Unknown message type") }
         }
@@ -156,6 +170,12 @@ public final class AllSparkTestServer {
             return
         }
         openUpload = nil
+        if !misbehaviour.isDisjoint(with: [.refuseEveryFile, .neverAnswerFiles]) {
+            try? handle.close()
+            try? FileManager.default.removeItem(at: uploadDirectory.url.appendingPathComponent((metadata0.filename as NSString).lastPathComponent))
+            if misbehaviour.contains(.refuseEveryFile) { reply(socket, success: false, "Failed to write video data") }
+            return
+        }
         handle.write(data)
         try? handle.close()
         var metadata = metadata0

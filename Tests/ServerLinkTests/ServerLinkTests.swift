@@ -1,5 +1,6 @@
 import XCTest
 import GLibSupport
+import Logging
 import RecorderCore
 import RecorderTestSupport
 import SoupSupport
@@ -18,10 +19,12 @@ final class ServerLinkTests: XCTestCase {
 
     func makeLink(_ address: String, recorder: Recorder?, verifyTLS: Bool = true, announce: Bool = true,
                   upload: ServerLink.UploadOptions = .init(attempts: 3, retryDelay: 0.2),
-                  store: ServerSettingsStore? = nil) throws -> ServerLink {
+                  bounds: ServerBounds = ServerBounds(minBufferMB: 100, maxBufferMB: 200),
+                  store: ServerSettingsStore? = nil, logger: Logger = Logger(label: "allspark.server")) throws -> ServerLink {
         let link = ServerLink(address: try ServerAddress(parsing: address), deviceName: "Door (x86)",
                               verifyTLS: verifyTLS, reconnectDelay: 0.3, recorder: recorder,
-                              announceChunks: announce, uploadOptions: upload, settingsStore: store)
+                              announceChunks: announce, uploadOptions: upload, bounds: bounds,
+                              settingsStore: store, logger: logger)
         recorder?.onChunkFinished = { [weak link] chunk in
             link?.chunkFinished(chunk.record, fps: chunk.framesPerSecond, width: chunk.width, height: chunk.height, camera: "test")
         }
@@ -63,7 +66,7 @@ final class ServerLinkTests: XCTestCase {
         XCTAssertTrue(recorder.catalog.all.contains { $0.format == .mov }, "the next chunks use the server's container")
 
         // A restart without the server records with the server's values; the config file is untouched.
-        let reloaded = store.applied(to: try testConfig(storage: storage.path))
+        let reloaded = store.applied(to: try testConfig(storage: storage.path, extra: ["server.min_buffer_mb=100"]))
         XCTAssertEqual(reloaded.tuning, expected)
         XCTAssertEqual(try testConfig(storage: storage.path).recording.videoFormat, .mp4)
     }
@@ -242,7 +245,6 @@ final class ServerLinkTests: XCTestCase {
         for junk in ["not json", "[]", #"{"type":"clientConfig","config":{"videoFormat":"avi","videoChunkDurationMs":-1}}"#,
                      #"{"command":"uploadTimeRange","startTime":"x"}"#, #"{"command":"uploadTimeRange","startTime":5,"endTime":1}"#,
                      #"{"command":"uploadTimeRange","startTime":1e400,"endTime":2}"#, #"{"command":"selfDestruct"}"#,
-                     #"{"status":"success","message":"nobody asked"}"#,
                      String(repeating: "{", count: 200_000)] {
             socket.send(text: junk)
         }

@@ -23,6 +23,8 @@ typedef void (*AsConnectDone)(SoupWebsocketConnection *connection, GError *error
 
 /// Opens a client WebSocket to `url` (ws:// or wss://). With
 /// `accept_any_certificate`, self-signed certificates are accepted.
+/// `timeout_seconds` bounds each read and also the whole handshake
+/// (connect, TLS and HTTP upgrade together).
 /// `done` gets a new reference to the connection, or an error.
 void as_websocket_connect_async(const char *url, gboolean accept_any_certificate, guint timeout_seconds,
                                 AsConnectDone done, gpointer user_data);
@@ -37,6 +39,16 @@ typedef void (*AsSendDone)(gboolean ok, const char *error_message, gpointer user
 /// finished, so the connection is closed (the peer sees it drop). `done`
 /// runs once, on the main context.
 void as_websocket_send_file(SoupWebsocketConnection *connection, const char *path, AsSendDone done, gpointer user_data);
+
+/// Sends a ping with `payload` (at most 125 bytes) through the gate, after
+/// every frame already queued or being streamed. libsoup 3 has no call for
+/// it; the peer's pong comes back as libsoup's "pong" signal. Servers that
+/// answer in order send it after their replies to everything before it.
+void as_websocket_send_ping(SoupWebsocketConnection *connection, const guint8 *payload, gsize length);
+
+/// The payload of libsoup's "pong" signal as NUL-terminated text, whichever
+/// type this libsoup passes (a GByteArray in 3.2, a GBytes later).
+const char *as_websocket_pong_text(gconstpointer payload);
 
 G_END_DECLS
 

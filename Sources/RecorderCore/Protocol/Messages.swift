@@ -31,10 +31,10 @@ public enum ServerMessage: Equatable, Sendable {
         }
         guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)),
               let json = object as? [String: Any] else {
-            return .failure(Rejection(description: "not a JSON object: \(text.prefix(120))"))
+            return .failure(Rejection(description: "not a JSON object: \(loggable(text, limit: 120))"))
         }
         if let type = json["type"] as? String {
-            guard type == "clientConfig" else { return .failure(Rejection(description: "unknown message type \"\(type)\"")) }
+            guard type == "clientConfig" else { return .failure(Rejection(description: "unknown message type \"\(loggable(type))\"")) }
             guard let config = json["config"] as? [String: Any] else {
                 return .failure(Rejection(description: "clientConfig without a \"config\" object"))
             }
@@ -61,7 +61,7 @@ public enum ServerMessage: Equatable, Sendable {
         if let status = json["status"] as? String {
             return .success(.status(success: status == "success", message: json["message"] as? String))
         }
-        return .failure(Rejection(description: "neither type, command nor status: \(text.prefix(120))"))
+        return .failure(Rejection(description: "neither type, command nor status: \(loggable(text, limit: 120))"))
     }
 
     private static func number(_ value: Any?) -> Double? { jsonNumber(value)?.doubleValue }
@@ -88,16 +88,16 @@ public struct ClientConfigUpdate: Equatable, Sendable {
             switch key {
             case "videoFormat":
                 if let s = value as? String, let f = VideoFormat(rawValue: s.lowercased()) { videoFormat = f } else {
-                    rejected[key] = "\(value) is not \"mp4\" or \"mov\""
+                    rejected[key] = "\(loggable("\(value)")) is not \"mp4\" or \"mov\""
                 }
             case "videoChunkDurationMs":
                 chunkDurationMs = Self.integer(value, in: ConfigLimits.chunkDurationMs)
                 if chunkDurationMs == nil {
-                    rejected[key] = "\(value) is outside \(ConfigLimits.chunkDurationMs.lowerBound)…\(ConfigLimits.chunkDurationMs.upperBound) ms"
+                    rejected[key] = "\(loggable("\(value)")) is outside \(ConfigLimits.chunkDurationMs.lowerBound)…\(ConfigLimits.chunkDurationMs.upperBound) ms"
                 }
             case "videoBufferMaxMB":
                 bufferMaxMB = Self.integer(value, in: ConfigLimits.bufferMaxMB)
-                if bufferMaxMB == nil { rejected[key] = "\(value) is not a size above 0 MB" }
+                if bufferMaxMB == nil { rejected[key] = "\(loggable("\(value)")) is not a size above 0 MB" }
             default:
                 ignoredKeys.append(key)
             }

@@ -1,18 +1,29 @@
-/// Matches the server's `{"status":…}` replies to what they answer.
+/// Matches the server's `{"status":…}` replies to what they answer, and
+/// notices when they no longer can be.
 ///
 /// Replies carry no ids; servers answer in order. So every message the
 /// recorder sends that earns a reply is written down here, in sending order,
-/// and each reply is attributed to the oldest entry:
+/// and each reply goes to the oldest entry still owed one:
 ///
-/// - `chunkSaved` earns exactly one reply from old servers (an error,
-///   "Unknown message type") and new ones (success) alike;
-/// - an upload's binary message earns one reply (success or error);
-/// - an upload's metadata earns none on success, but an error when the
-///   server cannot open the file, and then the binary that follows earns a
-///   second error ("Metadata not received yet"). That one case is the only
-///   place a count alone is not enough: after an upload's first reply was an
-///   error, one following error that mentions metadata is taken as the tail
-///   of that failed upload instead of being attributed to the next entry.
+/// - `chunkSaved` earns exactly one reply: an error from old servers
+///   ("Unknown message type"), a success from new ones;
+/// - an upload earns, for its metadata, nothing on success or one error
+///   (the server could not open the file), and for its binary message one
+///   reply: a success, an error, or after a refused metadata a second error
+///   ("Metadata not received yet"). So the only reply sequences that fit
+///   an upload are [success], [error] and [error, error].
+///
+/// An upload is only settled when nothing more can belong to it: after
+/// [error, error], or once the file is sent and a *barrier* came back
+/// (the pong to a ping sent after the file: a server that answers in order,
+/// as AllSpark servers do, has sent every reply to the upload before it).
+/// Until then a success is only noted, never reported as received.
+///
+/// A reply that fits nothing — one that comes when none is owed, a success
+/// to an upload whose sequence already holds a reply, a success after an
+/// error — means the ledger has lost count: every later attribution could
+/// be wrong. It reports `.untrusted`; the connection must then be dropped
+/// and whatever was not confirmed sent again on a fresh one.
 ///
 /// Pure value type; the connection owns one per socket and starts a fresh
 /// one on reconnect (a new connection owes no old replies).
@@ -22,41 +33,101 @@ public struct ReplyLedger<Upload: Equatable>: Equatable {
         case upload(Upload)
     }
 
-    /// What a reply answered.
+    /// What a reply (or a barrier) means.
     public enum Attribution: Equatable {
         case chunkSaved(success: Bool)
+        /// The upload's outcome, final: received (success) or refused.
         case upload(Upload, success: Bool, message: String?)
-        /// The second error of an upload whose metadata was refused.
+        /// A reply noted for the upload in flight; what follows settles it.
+        case noted(Upload)
+        /// The second error of an upload that was already settled as refused.
         case tailOfFailedUpload(Upload)
-        /// A reply nothing is waiting for (logged; it changes nothing).
-        case unexpected(success: Bool, message: String?)
+        /// Nothing to settle yet (a barrier before the upload's reply).
+        case nothing
+        /// The replies no longer fit what was sent (why, for the log).
+        case untrusted(String)
     }
 
-    public private(set) var awaiting: [Entry] = []
-    private var failedUploadMayOweError: Upload?
+    struct Reply: Equatable {
+        var success: Bool
+        var message: String?
+    }
+
+    enum Owed: Equatable {
+        case chunkSaved
+        /// An upload: the replies it got so far, and whether its file is sent and the barrier after it came back.
+        case upload(Upload, replies: [Reply], barrier: Bool)
+    }
+
+    private var owed: [Owed] = []
+    private var settledRefusal: Upload?
 
     public init() {}
 
-    public mutating func sent(_ entry: Entry) { awaiting.append(entry) }
+    public var awaiting: [Entry] {
+        owed.map { if case .upload(let u, _, _) = $0 { return .upload(u) } else { return .chunkSaved } }
+    }
 
+    public mutating func sent(_ entry: Entry) {
+        switch entry {
+        case .chunkSaved: owed.append(.chunkSaved)
+        case .upload(let u): owed.append(.upload(u, replies: [], barrier: false))
+        }
+    }
+
+    /// An upload is owed its replies (nothing that earns a reply may be sent alongside it).
     public var isWaitingForUpload: Bool {
-        awaiting.contains { if case .upload = $0 { return true } else { return false } }
+        owed.contains { if case .upload = $0 { return true } else { return false } }
     }
 
     public mutating func received(success: Bool, message: String?) -> Attribution {
-        if let failed = failedUploadMayOweError {
-            failedUploadMayOweError = nil
-            if !success, message?.lowercased().contains("metadata") == true {
-                return .tailOfFailedUpload(failed)
+        if let tail = settledRefusal {
+            settledRefusal = nil
+            if !success, message?.lowercased().contains("metadata") == true { return .tailOfFailedUpload(tail) }
+        }
+        guard let head = owed.first else {
+            return .untrusted("a \(success ? "success" : "error") reply came when none was owed")
+        }
+        switch head {
+        case .chunkSaved:
+            owed.removeFirst()
+            return .chunkSaved(success: success)
+        case .upload(let upload, var replies, let barrier):
+            replies.append(Reply(success: success, message: message))
+            switch replies.map(\.success) {
+            case [true], [false]:
+                guard barrier else {
+                    owed[0] = .upload(upload, replies: replies, barrier: false)
+                    return .noted(upload)
+                }
+                return settle(upload, replies)
+            case [false, false]:
+                return settle(upload, replies)
+            default:
+                owed.removeFirst()
+                let sequence = replies.map { $0.success ? "success" : "error" }.joined(separator: ", ")
+                return .untrusted("the upload got the replies [\(sequence)], which fit no upload (a success comes alone, an error at most twice)")
             }
         }
-        guard !awaiting.isEmpty else { return .unexpected(success: success, message: message) }
-        switch awaiting.removeFirst() {
-        case .chunkSaved:
-            return .chunkSaved(success: success)
-        case .upload(let upload):
-            if !success { failedUploadMayOweError = upload }
-            return .upload(upload, success: success, message: message)
+    }
+
+    /// The pong to the ping sent after `upload`'s file: every reply to it has come, if the server answers in order.
+    public mutating func barrier(after upload: Upload) -> Attribution {
+        guard let index = owed.firstIndex(where: { if case .upload(let u, _, _) = $0 { return u == upload } else { return false } }),
+              case .upload(_, let replies, _) = owed[index] else { return .nothing }
+        // Replies to what came before are still owed (a server whose pongs overtake its replies): wait for them.
+        guard index == 0, !replies.isEmpty else {
+            owed[index] = .upload(upload, replies: replies, barrier: true)
+            return .nothing
         }
+        return settle(upload, replies)
+    }
+
+    private mutating func settle(_ upload: Upload, _ replies: [Reply]) -> Attribution {
+        owed.removeFirst()
+        let success = replies == [Reply(success: true, message: replies.first?.message)]
+        // A refused upload whose second error is still to come (its metadata was refused) may send it later.
+        if !success, replies.count == 1 { settledRefusal = upload }
+        return .upload(upload, success: success, message: replies.first?.message)
     }
 }

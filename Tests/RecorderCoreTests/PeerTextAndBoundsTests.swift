@@ -1,0 +1,67 @@
+import XCTest
+@testable import RecorderCore
+
+final class PeerTextTests: XCTestCase {
+    func testControlBidiAndFormatCharactersAreEscaped() {
+        XCTAssertEqual(loggable("a\nb\rc\td"), #"a\nb\rc\td"#)
+        XCTAssertEqual(loggable("x\u{202E}y\u{200B}z\u{1B}[31m\u{2028}"), #"x\u{202E}y\u{200B}z\u{1B}[31m\u{2028}"#)
+        XCTAssertEqual(loggable(#"a\nb"#), #"a\\nb"#, "a backslash the peer wrote cannot pass for an escape")
+        XCTAssertEqual(loggable("Grüße, 日本 🎥"), "Grüße, 日本 🎥", "printable text is left alone")
+    }
+
+    func testLongTextIsBoundedAndSaysHowMuchWasLeftOut() {
+        XCTAssertEqual(loggable(String(repeating: "a", count: 205)), String(repeating: "a", count: 200) + "…(5 more)")
+        XCTAssertEqual(loggable("abc", limit: 2), "ab…(1 more)")
+        // Combining marks count one by one: one "character" cannot smuggle in a megabyte.
+        let heavy = "e" + String(repeating: "\u{301}", count: 10_000)
+        XCTAssertLessThan(loggable(heavy).unicodeScalars.count, 250)
+    }
+}
+
+final class ServerBoundsTests: XCTestCase {
+    func testRequestsAreClampedToTheBoxsBounds() {
+        let bounds = ServerBounds(maxRequestFutureSeconds: 60, minBufferMB: 100, maxBufferMB: 500, maxRecordDurationSeconds: 30)
+        let now = 1_000.0
+        let near = bounds.clampRange(start: 0, end: 1_050, now: now)
+        XCTAssertTrue(near.range! == (0, 1_050) && !near.clamped)
+        let years = bounds.clampRange(start: 900, end: now + 3 * 365 * 86_400, now: now)
+        XCTAssertTrue(years.range! == (900, 1_060) && years.clamped)
+        XCTAssertNil(bounds.clampRange(start: 2_000, end: 3_000, now: now).range, "wholly beyond the bound: nothing left")
+        XCTAssertEqual(bounds.clampBuffer(1), 100)
+        XCTAssertEqual(bounds.clampBuffer(200), 200)
+        XCTAssertEqual(bounds.clampBuffer(1_000_000), 500)
+        XCTAssertEqual(bounds.clampRecordDuration(1e9), 30)
+    }
+
+    func testTheConfigSetsTheBoundsAndTheServerNeverRaisesTheBufferAboveTheBoxs() throws {
+        let defaults = try config([])
+        XCTAssertEqual(defaults.server.bounds.maxBufferMB, 16_000, "the box's own buffer_max_mb")
+        XCTAssertEqual(defaults.server.bounds.minBufferMB, 1024)
+        XCTAssertEqual(defaults.server.bounds.maxRequestFutureSeconds, 3600)
+        XCTAssertEqual(defaults.server.bounds.maxRecordDurationSeconds, 3600)
+        let small = try config(["recording.buffer_max_mb=200"])
+        XCTAssertEqual(small.server.bounds.minBufferMB, 200, "never above the maximum")
+        let set = try config(["server.min_buffer_mb=50", "server.max_buffer_mb=800", "server.max_request_future_s=10",
+                              "server.max_record_duration_s=20"])
+        XCTAssertEqual(set.server.bounds, ServerBounds(maxRequestFutureSeconds: 10, minBufferMB: 50, maxBufferMB: 800,
+                                                       maxRecordDurationSeconds: 20))
+        XCTAssertThrowsError(try config(["recording.buffer_max_mb=200", "server.max_buffer_mb=300"])) { error in
+            XCTAssertTrue("\(error)".contains("never raise it above"), "\(error)")
+        }
+        XCTAssertThrowsError(try config(["server.min_buffer_mb=900", "server.max_buffer_mb=800"]))
+    }
+
+    func testSavedServerSettingsAreClampedWhenLaidOverTheConfig() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("bounds-\(UUID().uuidString.prefix(8))")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let store = ServerSettingsStore(storageDirectory: folder.path)
+        // Written by a version without bounds: a 1 MB buffer would wipe the ring buffer at every start.
+        try store.save(RecordingTuning(videoFormat: .mp4, chunkDurationMs: 10_000, bufferMaxMB: 1), server: "x")
+        XCTAssertEqual(store.applied(to: try config([])).recording.bufferMaxMB, 1024)
+    }
+
+    private func config(_ overrides: [String]) throws -> RecorderConfig {
+        let document = try TOMLDocument(parsing: "[recording]\npipeline = \"x.pipeline\"\n", file: "t.toml")
+        return try ConfigLoader.make(document: document, file: "/tmp/t.toml", overrides: overrides, hostName: "h")
+    }
+}
