@@ -138,7 +138,7 @@ public final class FaceBlurStage: FrameProcessor {
     public let settings: FaceBlurSettings
     private let realTime: Bool
     private let logger: Logger
-    private let detectors: [FaceDetector]
+    private let detectors: [any FaceDetecting]
 
     private let condition = NSCondition()
     private var queue: [Pending] = []
@@ -195,13 +195,15 @@ public final class FaceBlurStage: FrameProcessor {
         var height: Int
     }
 
-    public init(settings: FaceBlurSettings, realTime: Bool, logger: Logger = Logger(label: "allspark.faceblur")) throws {
+    /// `makeDetector` builds one detector per detection thread (default:
+    /// CenterFace from `settings.modelPath`); tests pass a wrapped one.
+    public init(settings: FaceBlurSettings, realTime: Bool, logger: Logger = Logger(label: "allspark.faceblur"),
+                makeDetector: ((FaceBlurSettings) throws -> any FaceDetecting)? = nil) throws {
         self.settings = settings
         self.realTime = realTime
         self.logger = logger
-        detectors = try (0..<max(1, settings.workers)).map { _ in
-            try FaceDetector(modelPath: settings.modelPath, threads: settings.threads)
-        }
+        let make = makeDetector ?? { try FaceDetector(modelPath: $0.modelPath, threads: $0.threads) }
+        detectors = try (0..<max(1, settings.workers)).map { _ in try make(settings) }
         runningWorkers = detectors.count
         for (i, detector) in detectors.enumerated() {
             let thread = Thread { [weak self] in self?.detectionLoop(detector) }
@@ -424,7 +426,7 @@ public final class FaceBlurStage: FrameProcessor {
 
     // MARK: Detection thread
 
-    private func detectionLoop(_ detector: FaceDetector) {
+    private func detectionLoop(_ detector: any FaceDetecting) {
         defer { condition.withLock { runningWorkers -= 1; condition.broadcast() } }
         while true {
             condition.lock()

@@ -46,11 +46,22 @@ public struct FaceDetectorError: Error, CustomStringConvertible {
     public var description: String
 }
 
+/// What the face-blur stage asks of a detector: faces within `region` at
+/// network input size `input`. `FaceDetector` is the real one; tests wrap it
+/// (a slowed or failing detector) to prove how the stage behaves then.
+///
+/// Threading: one detection thread uses an instance.
+public protocol FaceDetecting: AnyObject {
+    func detect(luma: UnsafePointer<UInt8>, width: Int, height: Int, stride: Int,
+                region: FaceRect, input: (width: Int, height: Int), keepAspect: Bool,
+                threshold: Float) throws -> [FaceDetection]
+}
+
 /// CenterFace through OpenCV DNN (the CFaceDetector shim).
 ///
 /// Threading: not thread-safe; one thread uses a detector (the stage's
 /// detection thread, or a test).
-public final class FaceDetector {
+public final class FaceDetector: FaceDetecting {
     private let handle: OpaquePointer
 
     /// Loads the model; throws with the reason when it is missing or unreadable.

@@ -11,10 +11,11 @@ final class LiveFaceBlurTests: XCTestCase {
     /// Keeps every stage the recorder builds (the first only validates) so the test can read its counters.
     final class Stages { var all: [FaceBlurStage] = []; var last: FaceBlurStage? { all.last } }
 
-    func recorderWithStages(_ config: RecorderConfig) throws -> (Recorder, Stages) {
+    func recorderWithStages(_ config: RecorderConfig,
+                            makeDetector: ((FaceBlurSettings) throws -> any FaceDetecting)? = nil) throws -> (Recorder, Stages) {
         let stages = Stages()
         let recorder = try Recorder(config: config, makeProcessor: { config in
-            let stage = try FaceBlurStage(settings: FaceBlurSettings(config.privacy), realTime: true)
+            let stage = try FaceBlurStage(settings: FaceBlurSettings(config.privacy), realTime: true, makeDetector: makeDetector)
             stages.all.append(stage)
             return stage
         })
@@ -60,5 +61,120 @@ final class LiveFaceBlurTests: XCTestCase {
         XCTAssertEqual(counters.dropped, counters.frames, "every frame was refused: \(counters)")
         XCTAssertEqual(recorder.frameStatistics.recorded, 0, "no frame reached the encoder")
         XCTAssertEqual(recorder.catalog.all, [], "nothing was recorded")
+    }
+
+    struct InjectedFailure: Error {}
+
+    /// The real detector, slowed down (an overloaded machine), or failing after `failAfter` passes.
+    final class ImpairedDetector: FaceDetecting {
+        let real: FaceDetector
+        let delay: Double
+        let failAfter: Int?
+        private var passes = 0
+        init(_ settings: FaceBlurSettings, delay: Double, failAfter: Int? = nil) throws {
+            real = try FaceDetector(modelPath: settings.modelPath, threads: settings.threads)
+            self.delay = delay
+            self.failAfter = failAfter
+        }
+        func detect(luma: UnsafePointer<UInt8>, width: Int, height: Int, stride: Int, region: FaceRect,
+                    input: (width: Int, height: Int), keepAspect: Bool, threshold: Float) throws -> [FaceDetection] {
+            passes += 1
+            if let failAfter, passes > failAfter { throw InjectedFailure() }
+            Thread.sleep(forTimeInterval: delay)
+            return try real.detect(luma: luma, width: width, height: height, stride: stride, region: region,
+                                   input: input, keepAspect: keepAspect, threshold: threshold)
+        }
+    }
+
+    static let (clipWidth, clipHeight, clipFrames) = (640, 360, 150)
+
+    /// A fixed camera: the coffee photo, and the astronaut walking in from
+    /// the left and across, growing from 40 to 110 px; its face box in each frame.
+    func walkingFaceClip(in dir: TemporaryDirectory) throws -> (URL, [RawImage], [Rect]) {
+        let background = try decodeFrames(testAsset("coffee.png"))[0].resized(width: Self.clipWidth, height: Self.clipHeight)
+        let astronaut = try decodeFrames(testAsset("astronaut.png"))[0]
+        let detector = try FaceDetector(modelPath: faceModelPath)
+        let found = try astronaut.y.withUnsafeBufferPointer {
+            try detector.detect(luma: $0.baseAddress!, width: astronaut.width, height: astronaut.height, stride: astronaut.width,
+                                inputWidth: 512, threshold: 0.5)
+        }
+        let face = try XCTUnwrap(found.first?.rect)
+        var frames: [RawImage] = [], faces: [Rect] = []
+        for i in 0..<Self.clipFrames {
+            let t = Double(i) / Double(Self.clipFrames - 1)
+            let h = 40 + 70 * t, s = h / face.height
+            let (fx, fy) = (-60 + 560 * t, 150 - 60 * t)
+            var frame = background
+            frame.draw(astronaut, x: fx - face.x * s, y: fy - face.y * s, scale: s)
+            frames.append(frame)
+            faces.append(Rect(x: fx, y: fy, width: face.width * s, height: h))
+        }
+        let url = dir.file("walking.mp4")
+        try writeClip(frames, to: url)
+        return (url, frames, faces)
+    }
+
+    /// Plays `clip` live through the recorder with face blur and `detector`; returns the stage's counters and the recorded frames.
+    func recordLive(_ clip: URL, seconds: Double, extra: [String] = [],
+                    detector: @escaping (FaceBlurSettings) throws -> any FaceDetecting) throws -> (FaceBlurStage.Counters, [RawImage]) {
+        let storage = TemporaryDirectory()
+        let config = try testConfig(storage: storage.path, extra: [
+            "privacy.face_blur=true", "privacy.model=\(faceModelPath)", "recording.pipeline=\(repoPath("pipelines/file.pipeline"))",
+            "pipeline.vars.input=\(clip.path)", "pipeline.vars.bitrate_kbps=6000", "recording.chunk_duration_ms=60000",
+        ] + extra)
+        let (recorder, stages) = try recorderWithStages(config, makeDetector: detector)
+        try recorder.start()
+        runMainLoop(seconds: seconds)
+        XCTAssertTrue(stopAndWait(recorder))
+        XCTAssertEqual(recorder.frameStatistics.captured, recorder.frameStatistics.recorded, "every captured frame is recorded")
+        var frames: [RawImage] = []
+        for chunk in recorder.catalog.all { frames += try decodeFrames(recorder.catalog.url(of: chunk)) }
+        return (try XCTUnwrap(stages.last).counters, frames)
+    }
+
+    func testASlowDetectorHidesWhatItCouldNotConfirmAndNoFace() throws {
+        let dir = TemporaryDirectory()
+        let (clip, input, faces) = try walkingFaceClip(in: dir)
+        // Every search takes 120 ms more and a frame may wait 400 ms: the stage cannot keep up.
+        let (counters, output) = try recordLive(clip, seconds: 5.5, extra: ["privacy.max_latency_ms=400"]) {
+            try ImpairedDetector($0, delay: 0.12)
+        }
+        XCTAssertGreaterThan(counters.late, 20, "the detector was too slow: \(counters)")
+        XCTAssertEqual(counters.blackedOut, 0, "late is not failed: no frame is blacked out whole")
+        XCTAssertGreaterThanOrEqual(output.count, 120)
+        let detector = try FaceDetector(modelPath: faceModelPath)
+        var faceFrames = 0, blurredCorners: [Int] = []
+        for (i, frame) in output.prefix(Self.clipFrames).enumerated() {
+            // The top-left corner never changes (the astronaut never comes near): late frames keep it as it was.
+            let corner = Rect(x: 0, y: 0, width: 190, height: 30)
+            if let a = detail(of: input[i], in: corner), let b = detail(of: frame, in: corner), b < 0.6 * a { blurredCorners.append(i) }
+            let face = faces[i]
+            guard let visible = face.clipped(width: frame.width, height: frame.height),
+                  Double((visible.x1 - visible.x0) * (visible.y1 - visible.y0)) >= 0.3 * face.area else { continue }
+            faceFrames += 1
+            let found = try frame.y.withUnsafeBufferPointer {
+                try detector.detect(luma: $0.baseAddress!, width: frame.width, height: frame.height, stride: frame.width,
+                                    inputWidth: 640, threshold: 0.5)
+            }
+            let truth = FaceRect(x: face.x, y: face.y, width: face.width, height: face.height)
+            XCTAssertFalse(found.contains { $0.rect.intersectionOverUnion(truth) > 0.3 }, "frame \(i): the face is still found")
+            let before = detail(of: input[i], in: face) ?? 0, after = detail(of: frame, in: face) ?? 0
+            XCTAssertLessThan(after, 0.5 * before, "frame \(i): the face kept its detail")
+        }
+        XCTAssertGreaterThan(faceFrames, 100)
+        // Only frames of the first second (before the first searches finished, nothing is confirmed) may be hidden whole.
+        XCTAssertTrue(blurredCorners.allSatisfy { $0 < 30 }, "the unchanged part of late frames is left as it was: frames \(blurredCorners), \(counters)")
+    }
+
+    func testADetectorThatFailsBlacksOutEverythingAfter() throws {
+        let dir = TemporaryDirectory()
+        let (clip, _, _) = try walkingFaceClip(in: dir)
+        let (counters, output) = try recordLive(clip, seconds: 4) { try ImpairedDetector($0, delay: 0, failAfter: 12) }
+        XCTAssertGreaterThan(counters.blackedOut, 30, "\(counters)")
+        // Once black, black to the end: no frame after the failure shows anything.
+        let black = output.map { frame in frame.y.allSatisfy { $0 <= 24 } }
+        let first = try XCTUnwrap(black.firstIndex(of: true), "some frames are blacked out")
+        XCTAssertTrue(black[first...].allSatisfy { $0 }, "every frame after the failure is black")
+        XCTAssertEqual(black.filter { $0 }.count, counters.blackedOut)
     }
 }
