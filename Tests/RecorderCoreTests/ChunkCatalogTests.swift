@@ -71,7 +71,7 @@ final class ChunkCatalogTests: XCTestCase {
         let durations: [String: Double] = ["chunk_5000.mov": 2.5, ".chunk_7000.mp4.partial": 1.25]
 
         let reopened = try ChunkCatalog(directory: folder)
-        let report = reopened.reconcile { durations[$0.lastPathComponent] }
+        let report = reopened.reconcile { durations[$0.name] }
 
         XCTAssertEqual(report.dropped, [gone.file])
         XCTAssertEqual(report.indexed, ["chunk_5000.mov"])
