@@ -193,15 +193,22 @@ public final class ChunkCatalog: @unchecked Sendable {
     /// The plain chunk files in the folder (final and partial names); any
     /// other entry with a chunk name is logged and left alone.
     private func chunkFiles(ignored: inout [String]) -> [String] {
-        folder.names().sorted().filter { name in
+        let shown = 10   // a folder full of links must not flood the log
+        let files = folder.names().sorted().filter { name in
             guard ChunkName.parse(name) != nil else { return false }
             if case .notAPlainFile(let kind) = folder.entry(name) {
-                logger.warning("ignoring \(StorageFolder.printable(name)) in \(directory.path): it is \(kind), not a plain file")
+                if ignored.count < shown {
+                    logger.warning("ignoring \(StorageFolder.printable(name)) in \(directory.path): it is \(kind), not a plain file")
+                }
                 ignored.append(name)
                 return false
             }
             return true
         }
+        if ignored.count > shown {
+            logger.warning("ignoring \(ignored.count - shown) more entries with chunk names in \(directory.path) that are not plain files")
+        }
+        return files
     }
 
     /// Probes a chunk file through a descriptor opened without following links.

@@ -181,6 +181,18 @@ public struct StorageFolder: Sendable {
         }
     }
 
+    /// Creates an empty file under a name that must be free (`O_EXCL`: an
+    /// existing file or a link of that name is never opened or followed).
+    public func createNew(_ name: String) throws {
+        let path = try path(name)
+        let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
+        guard fd >= 0 else {
+            let reason = errno == EEXIST ? "something of that name is already there" : String(cString: strerror(errno))
+            throw StorageError("cannot create \(Self.printable(name)) in \(directory.path): \(reason)")
+        }
+        close(fd)
+    }
+
     // MARK: Temporary files
 
     static let temporaryMarker = ".tmp-"
