@@ -19,9 +19,10 @@ final class StorageFolderRecordingTests: XCTestCase {
         // Links under finished and unfinished chunk names from an earlier "run".
         try plant("chunk_1600000000000.mp4")
         try plant(".chunk_1600000002000.mp4.partial")
-        // Links under the names the next chunks will most likely take: 7 of every 8 milliseconds of the next 20 s.
+        // Links under the names the next chunks will most likely take: 3 of every 4 milliseconds of the next 20 s
+        // (the recorder tries a few milliseconds later when a name is taken).
         let now = Int64(Date().timeIntervalSince1970 * 1000)
-        for ms in now..<(now + 20_000) where ms % 8 != 7 { try plant(ChunkName.partial(startMs: ms, format: .mp4)) }
+        for ms in now..<(now + 20_000) where ms % 4 != 3 { try plant(ChunkName.partial(startMs: ms, format: .mp4)) }
 
         let (status, log) = try runTool(recorderExecutable, [
             "run", "--config", repoPath("config/demo.toml"), "--set", "recording.storage_dir=\(storage.path)",
