@@ -47,7 +47,12 @@ public final class OutputFile {
         let url = URL(fileURLWithPath: output)
         let folder = url.deletingLastPathComponent().path
         let name = url.lastPathComponent
-        let (fd, temporary) = try StorageFolder.createExclusive(in: folder) { ".\(name).partial-\($0)" }
+        let fd: Int32, temporary: String
+        do {
+            (fd, temporary) = try StorageFolder.createExclusive(in: folder) { ".\(name).partial-\($0)" }
+        } catch {
+            throw StorageError("cannot write \(output): \(error)")
+        }
         close(fd)
         finalPath = output
         temporaryPath = temporary
