@@ -32,8 +32,13 @@ public enum OfflineBlur {
     /// veryfast); slower presets make smaller files (ultrafast's are ~1.6×
     /// veryfast's) and cost more CPU (x264 veryfast alone runs 720p at ~95 fps
     /// on this 2-core machine, ultrafast at ~220 fps).
+    ///
+    /// The output is written to a hidden temporary file beside it and moved
+    /// to its name only once complete and playable (see `OutputFile`): the
+    /// input is never opened for writing, and an existing output is replaced
+    /// only with `force`.
     public static func run(input: String, output: String, settings: FaceBlurSettings,
-                           encoderPreset: String = "ultrafast",
+                           encoderPreset: String = "ultrafast", force: Bool = false,
                            logger: Logger = Logger(label: "allspark.blur"),
                            progress: ((Progress) -> Void)? = nil) throws -> Report {
         guard FileManager.default.isReadableFile(atPath: input) else {
@@ -46,13 +51,20 @@ public enum OfflineBlur {
         guard encoderPresets.contains(encoderPreset) else {
             throw GStreamerError("unknown encoder preset \(encoderPreset); use one of \(encoderPresets.joined(separator: ", "))")
         }
+        let target: OutputFile
+        do {
+            target = try OutputFile(writing: output, from: input, force: force)
+        } catch {
+            throw GStreamerError("\(error)")
+        }
+        defer { target.discard() }   // unless committed
         let quote = { (path: String) in "\"" + path.replacingOccurrences(of: "\"", with: "\\\"") + "\"" }
         // async=false on the file sink: its preroll would wait for frames
         // that only flow once the appsink side plays (one-pipeline deadlock).
         let pipeline = try Pipeline.parse("""
             filesrc location=\(quote(input)) ! decodebin ! videoconvert ! video/x-raw,format=I420 ! appsink name=blur_in \
             appsrc name=blur_out ! videoconvert ! x264enc speed-preset=\(encoderPreset) pass=quant quantizer=20 key-int-max=60 \
-            ! h264parse ! \(format.muxerFactory) ! filesink async=false location=\(quote(output))
+            ! h264parse ! \(format.muxerFactory) ! filesink async=false location=\(quote(target.temporaryPath))
             """)
         guard let sinkElement = pipeline.element(named: "blur_in"), let sink = AppSink(sinkElement),
               let sourceElement = pipeline.element(named: "blur_out"), let source = AppSource(sourceElement) else {
@@ -75,10 +87,17 @@ public enum OfflineBlur {
             })
         } catch {
             path.detach()
-            try? FileManager.default.removeItem(atPath: output)
-            throw GStreamerError("\(input): \(error)")
+            throw GStreamerError("\(input): \(error); \(output) was not written")
         }
         path.detach()
+        guard MediaProbe.duration(of: URL(fileURLWithPath: target.temporaryPath)) != nil else {
+            throw GStreamerError("\(input): the blurred result is not playable; \(output) was not written")
+        }
+        do {
+            try target.commit()
+        } catch {
+            throw GStreamerError("\(error)")
+        }
         let seconds = Date().timeIntervalSince(started)
         let stats = path.statistics
         return Report(framesIn: stats.captured, framesOut: stats.recorded, seconds: seconds, counters: stage.counters)

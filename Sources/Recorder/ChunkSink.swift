@@ -141,8 +141,26 @@ final class ChunkSink {
             logger.debug("format-location without a buffer; naming the chunk after the current time")
             startNs = UInt64(Date().timeIntervalSince1970 * 1e9)
         }
-        let startMs = Int64(startNs / 1_000_000)
+        var startMs = Int64(startNs / 1_000_000)
         let format = lock.withLock { formats[sink] ?? activeFormat }
+        // filesink opens its location following links: create the file first, exclusively,
+        // so a link planted under the expected name is never written through. If the name
+        // is taken, a name a millisecond later is as good (the catalog keeps the exact start).
+        let folder = StorageFolder(storage)
+        var created = false
+        for _ in 0..<5 where !created {
+            do {
+                try folder.createNew(ChunkName.partial(startMs: startMs, format: format))
+                created = true
+            } catch {
+                logger.warning("\(error); naming the chunk a millisecond later")
+                startMs += 1
+            }
+        }
+        guard created else {
+            logger.error("cannot create a chunk file in \(storage.path); this chunk's video is discarded")
+            return "/dev/null"
+        }
         let path = storage.appendingPathComponent(ChunkName.partial(startMs: startMs, format: format)).path
         lock.withLock { open[path] = OpenFragment(startNs: startNs, startMs: startMs, format: format, sink: sink) }
         return path

@@ -313,3 +313,11 @@ struct RetryBackoff {
 
     mutating func reset() { current = 0 }
 }
+
+extension MediaProbe {
+    /// The playable duration of a file the storage folder opened and checked,
+    /// read through its descriptor (never through a link swapped in since).
+    public static func duration(of file: OpenedFile) -> Double? {
+        duration(of: URL(fileURLWithPath: file.reopenablePath))
+    }
+}

@@ -45,8 +45,12 @@ public enum ChunkName {
         let isPartial = base.hasPrefix(".") && base.hasSuffix(partialSuffix)
         if isPartial { base = base.dropFirst().dropLast(partialSuffix.count) }
         guard base.hasPrefix("chunk_"), let dot = base.lastIndex(of: ".") else { return nil }
+        let digits = base[base.index(base.startIndex, offsetBy: 6)..<dot]
         guard let format = VideoFormat(rawValue: String(base[base.index(after: dot)...])),
-              let ms = Int64(base[base.index(base.startIndex, offsetBy: 6)..<dot]), ms >= 0 else { return nil }
+              !digits.isEmpty, digits.allSatisfy({ $0.isASCII && $0.isNumber }),
+              let ms = Int64(digits) else { return nil }
+        // Only the one spelling we write ("chunk_0012.mp4" would name the same chunk twice).
+        guard final(startMs: ms, format: format) == base else { return nil }
         return (ms, format, isPartial)
     }
 
@@ -74,6 +78,11 @@ public enum RetentionPolicy {
 /// The index of finished chunks in one storage folder, persisted as
 /// `catalog.json` beside them and verified against the disk at start.
 ///
+/// Only plain files directly inside the folder with chunk names are
+/// indexed, repaired, deleted or handed out for upload; every file access
+/// goes through `StorageFolder`, so an index entry like `../x` or a chunk
+/// name that is a symbolic link never reaches anything outside the folder.
+///
 /// Thread-safety: all state is behind one lock, so the recorder (main loop)
 /// and an uploader may both use it; file deletions happen under the lock
 /// so a pin can never race a deletion.
@@ -81,23 +90,30 @@ public final class ChunkCatalog: @unchecked Sendable {
     public static let indexFileName = "catalog.json"
 
     public let directory: URL
+    public let folder: StorageFolder
     private let logger: Logger
     private let lock = NSLock()
     private var records: [ChunkRecord] = []     // sorted by start
     private var pins: [String: Int] = [:]        // file -> pin count
+    /// False when the index was missing or unreadable: the files are the only truth.
+    public private(set) var indexWasReadable = false
 
-    /// Finds the playable duration of a media file, or nil if it is not playable.
-    public typealias DurationProbe = (URL) -> Double?
+    /// Finds the playable duration of a media file (opened and checked to be
+    /// a plain file), or nil if it is not playable.
+    public typealias DurationProbe = (OpenedFile) -> Double?
 
     public struct ReconcileReport: Equatable, Sendable {
         public var indexed: [String] = []
         public var dropped: [String] = []
         public var repaired: [String] = []
         public var removed: [String] = []
+        /// Names that look like chunks but are not plain files (links, folders): left alone.
+        public var ignored: [String] = []
     }
 
     public init(directory: URL, logger: Logger = Logger(label: "allspark.catalog")) throws {
         self.directory = directory
+        self.folder = StorageFolder(directory)
         self.logger = logger
         do {
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -107,57 +123,118 @@ public final class ChunkCatalog: @unchecked Sendable {
         loadIndex()
     }
 
-    private var indexURL: URL { directory.appendingPathComponent(Self.indexFileName) }
-
     /// Reads a storage folder's index without changing anything (for queries
-    /// while a recorder may be running).
+    /// while a recorder may be running). Entries that do not name a chunk
+    /// file inside the folder are left out.
     public static func readIndex(of directory: URL) throws -> [ChunkRecord] {
-        let url = directory.appendingPathComponent(indexFileName)
-        guard FileManager.default.fileExists(atPath: url.path) else {
+        let folder = StorageFolder(directory)
+        let path = directory.appendingPathComponent(indexFileName).path
+        let data: Data
+        switch folder.entry(indexFileName) {
+        case .missing:
             throw ConfigError("\(directory.path): no chunk index (\(indexFileName)) here; is this a recorder's storage folder?")
+        case .notAPlainFile(let kind):
+            throw ConfigError("\(path) is \(kind), not a chunk index")
+        case .file:
+            do { data = try folder.read(indexFileName) } catch { throw ConfigError("\(path): \(error)") }
         }
         do {
-            return try JSONDecoder().decode([ChunkRecord].self, from: Data(contentsOf: url)).sorted { $0.start < $1.start }
+            return try JSONDecoder().decode([ChunkRecord].self, from: data).filter { validityProblem(of: $0) == nil }.sorted { $0.start < $1.start }
         } catch {
-            throw ConfigError("\(url.path): unreadable chunk index (\(error))")
+            throw ConfigError("\(path): unreadable chunk index (\(error))")
         }
+    }
+
+    /// Why an index entry cannot be a chunk of this folder, or nil if it can.
+    static func validityProblem(of record: ChunkRecord) -> String? {
+        guard let parsed = ChunkName.parse(record.file), !parsed.isPartial else {
+            return "not a chunk file name inside the storage folder"
+        }
+        guard parsed.format == record.format else { return "its format does not match its name" }
+        guard record.start.isFinite, record.end.isFinite, record.end >= record.start, record.size >= 0 else {
+            return "impossible times or size"
+        }
+        return nil
     }
 
     private func loadIndex() {
-        guard let data = try? Data(contentsOf: indexURL) else { return }
+        let data: Data
         do {
+            switch folder.entry(Self.indexFileName) {
+            case .missing: return
+            case .notAPlainFile(let kind): throw StorageError("it is \(kind), not a plain file")
+            case .file: data = try folder.read(Self.indexFileName)
+            }
             records = try JSONDecoder().decode([ChunkRecord].self, from: data).sorted { $0.start < $1.start }
         } catch {
-            logger.warning("chunk index \(indexURL.path) is unreadable (\(error)); rebuilding it from the files")
+            logger.warning("chunk index \(directory.path)/\(Self.indexFileName) is unreadable (\(error)); rebuilding it from the files")
             records = []
+            return
+        }
+        indexWasReadable = true
+        records.removeAll { record in
+            guard let problem = Self.validityProblem(of: record) else { return false }
+            logger.warning("chunk index entry \(StorageFolder.printable(record.file)) ignored: \(problem)")
+            return true
         }
     }
 
-    /// Writes the index atomically (temporary file + rename) so a crash never leaves half an index.
+    /// Writes the index atomically (exclusive temporary file + rename) so a crash never leaves half an index.
     private func saveLocked() {
         do {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-            try encoder.encode(records).write(to: indexURL, options: .atomic)
+            try folder.writeAtomically(try encoder.encode(records), as: Self.indexFileName)
         } catch {
-            logger.error("cannot write the chunk index \(indexURL.path): \(error)")
+            logger.error("cannot write the chunk index in \(directory.path): \(error)")
         }
+    }
+
+    /// The plain chunk files in the folder (final and partial names); any
+    /// other entry with a chunk name is logged and left alone.
+    private func chunkFiles(ignored: inout [String]) -> [String] {
+        let shown = 10   // a folder full of links must not flood the log
+        let files = folder.names().sorted().filter { name in
+            guard ChunkName.parse(name) != nil else { return false }
+            if case .notAPlainFile(let kind) = folder.entry(name) {
+                if ignored.count < shown {
+                    logger.warning("ignoring \(StorageFolder.printable(name)) in \(directory.path): it is \(kind), not a plain file")
+                }
+                ignored.append(name)
+                return false
+            }
+            return true
+        }
+        if ignored.count > shown {
+            logger.warning("ignoring \(ignored.count - shown) more entries with chunk names in \(directory.path) that are not plain files")
+        }
+        return files
+    }
+
+    /// Probes a chunk file through a descriptor opened without following links.
+    private func duration(of name: String, probe: DurationProbe) -> Double? {
+        guard let file = try? folder.open(name) else { return nil }
+        return probe(file)
     }
 
     /// Brings the index in line with the folder: drops entries whose file is
     /// gone, indexes unknown chunk files, and repairs (renames) or removes
-    /// partial files left by a crash. Call before recording starts.
+    /// partial files left by a crash, and temporary files of interrupted
+    /// writes. Call before recording starts (the recorder then owns the folder).
     @discardableResult
     public func reconcile(probe: DurationProbe) -> ReconcileReport {
         lock.lock(); defer { lock.unlock() }
         var report = ReconcileReport()
-        let fm = FileManager.default
-        let names = (try? fm.contentsOfDirectory(atPath: directory.path)) ?? []
+        for stale in folder.removeStaleTemporaries(of: [Self.indexFileName, ServerSettingsStore.fileName]) {
+            logger.info("removed \(StorageFolder.printable(stale)), left by an interrupted write")
+        }
+        let names = chunkFiles(ignored: &report.ignored)
         let present = Set(names)
 
         records.removeAll { record in
             guard !present.contains(record.file) else { return false }
-            logger.warning("chunk \(record.file) is in the index but not on disk; dropping it from the index")
+            let why = report.ignored.contains(record.file) ? "is not a plain file" : "is not on disk"
+            logger.warning("chunk \(record.file) is in the index but \(why); dropping it from the index")
             report.dropped.append(record.file)
             return true
         }
@@ -167,22 +244,20 @@ public final class ChunkCatalog: @unchecked Sendable {
         }
         let known = Set(records.map(\.file))
 
-        for name in names.sorted() {
+        for name in names {
             guard let parsed = ChunkName.parse(name), !known.contains(name) else { continue }
-            let url = directory.appendingPathComponent(name)
-            let duration = probe(url)
+            let duration = duration(of: name, probe: probe)
             if parsed.isPartial {
                 guard let duration, duration > 0 else {
                     logger.warning("removing \(name): an unfinished chunk with no playable video")
-                    try? fm.removeItem(at: url)
-                    report.removed.append(name)
+                    removeLocked(name, into: &report)
                     continue
                 }
                 let finalName = ChunkName.final(startMs: parsed.startMs, format: parsed.format)
                 do {
-                    try fm.moveItem(at: url, to: directory.appendingPathComponent(finalName))
+                    try folder.rename(name, to: finalName)
                 } catch {
-                    logger.error("cannot rename \(name) to \(finalName): \(error)")
+                    logger.error("cannot repair \(name): \(error)")
                     continue
                 }
                 logger.notice("repaired \(finalName): recovered \(String(format: "%.1f", duration)) s from an unfinished chunk")
@@ -191,8 +266,7 @@ public final class ChunkCatalog: @unchecked Sendable {
             } else {
                 guard let duration, duration > 0 else {
                     logger.warning("removing \(name): not a playable video")
-                    try? fm.removeItem(at: url)
-                    report.removed.append(name)
+                    removeLocked(name, into: &report)
                     continue
                 }
                 logger.info("indexed \(name) found in the storage folder (\(String(format: "%.1f", duration)) s)")
@@ -200,8 +274,61 @@ public final class ChunkCatalog: @unchecked Sendable {
                 report.indexed.append(name)
             }
         }
+        separateNeighboursLocked(trusting: Set(known))
         saveLocked()
         return report
+    }
+
+    private func removeLocked(_ name: String, into report: inout ReconcileReport) {
+        do {
+            try folder.remove(name)
+            report.removed.append(name)
+        } catch {
+            logger.error("cannot remove \(StorageFolder.printable(name)): \(error)")
+        }
+    }
+
+    /// For a reader while a recorder may be running (the `upload` command):
+    /// when the index was missing or unreadable, indexes the finished chunk
+    /// files in memory, their times taken from the name and the media. Changes
+    /// nothing on disk (partial files belong to the recorder). Returns how many.
+    @discardableResult
+    public func indexFilesIfIndexWasUnreadable(probe: DurationProbe) -> Int {
+        lock.lock(); defer { lock.unlock() }
+        guard !indexWasReadable else { return 0 }
+        var ignored: [String] = [], indexed: Set<String> = []
+        for name in chunkFiles(ignored: &ignored) {
+            guard let parsed = ChunkName.parse(name), !parsed.isPartial, !records.contains(where: { $0.file == name }) else { continue }
+            guard let duration = duration(of: name, probe: probe), duration > 0 else {
+                logger.warning("\(name) is not a playable video; skipped")
+                continue
+            }
+            insertLocked(record(name: name, startMs: parsed.startMs, format: parsed.format, duration: duration))
+            indexed.insert(name)
+        }
+        separateNeighboursLocked(trusting: Set(records.map(\.file)).subtracting(indexed))
+        logger.notice("indexed \(indexed.count) chunk file(s) found in \(directory.path)")
+        return indexed.count
+    }
+
+    /// Catalogued neighbours never overlap. A chunk indexed from its file
+    /// has its start from its name, truncated to the millisecond, and its end
+    /// from the media, so it can reach a fraction of a millisecond into its
+    /// neighbour: the times of the chunk not in `trusted` give way (its
+    /// start moves to the previous end, or the previous end to its start).
+    private func separateNeighboursLocked(trusting trusted: Set<String>) {
+        guard records.count > 1 else { return }
+        for i in 1..<records.count where records[i - 1].end > records[i].start {
+            let (previous, next) = (records[i - 1], records[i])
+            if !trusted.contains(next.file) || trusted.contains(previous.file), previous.end < next.end {
+                records[i].start = previous.end
+            } else if next.start > previous.start {
+                records[i - 1].end = next.start
+            } else {
+                continue
+            }
+            logger.info("\(previous.file) and \(next.file) overlapped by \(String(format: "%.2f", (previous.end - next.start) * 1000)) ms; the catalogue now has them meet")
+        }
     }
 
     private func record(name: String, startMs: Int64, format: VideoFormat, duration: Double) -> ChunkRecord {
@@ -210,8 +337,8 @@ public final class ChunkCatalog: @unchecked Sendable {
     }
 
     private func fileSize(_ name: String) -> Int64? {
-        let attributes = try? FileManager.default.attributesOfItem(atPath: directory.appendingPathComponent(name).path)
-        return (attributes?[.size] as? NSNumber)?.int64Value
+        guard case .file(let size) = folder.entry(name) else { return nil }
+        return size
     }
 
     private func insertLocked(_ record: ChunkRecord) {
@@ -244,6 +371,15 @@ public final class ChunkCatalog: @unchecked Sendable {
     }
 
     public func url(of record: ChunkRecord) -> URL { directory.appendingPathComponent(record.file) }
+
+    /// Opens a catalogued chunk for sending: only a plain file inside the
+    /// folder with a chunk name, never through a link.
+    public func open(_ record: ChunkRecord) throws -> OpenedFile {
+        if let problem = Self.validityProblem(of: record) {
+            throw StorageError("\(StorageFolder.printable(record.file)): \(problem)")
+        }
+        return try folder.open(record.file)
+    }
 
     // MARK: Pins (uploads in progress keep their chunks from retention)
 
@@ -286,13 +422,21 @@ public final class ChunkCatalog: @unchecked Sendable {
         guard !victims.isEmpty else { return [] }
         var deleted: [ChunkRecord] = []
         for victim in victims {
-            do {
-                try FileManager.default.removeItem(at: directory.appendingPathComponent(victim.file))
-            } catch let error as CocoaError where error.code == .fileNoSuchFile {
-                // Already gone: drop it from the index all the same.
-            } catch {
-                logger.error("retention: cannot delete \(victim.file): \(error)")
+            switch folder.entry(victim.file) {
+            case .missing:
+                break   // Already gone: drop it from the index all the same.
+            case .notAPlainFile(let kind):
+                // Something replaced the chunk (a link): not ours to delete, and no longer a chunk.
+                logger.warning("retention: \(victim.file) is now \(kind); left alone and dropped from the index")
+                records.removeAll { $0.file == victim.file }
                 continue
+            case .file:
+                do {
+                    try folder.remove(victim.file)
+                } catch {
+                    logger.error("retention: cannot delete \(victim.file): \(error)")
+                    continue
+                }
             }
             records.removeAll { $0.file == victim.file }
             deleted.append(victim)

@@ -14,29 +14,30 @@ public struct ServerSettingsStore {
 
     public static let fileName = "server-settings.json"
     public let url: URL
+    private let folder: StorageFolder
 
     public init(storageDirectory: String) {
-        url = URL(fileURLWithPath: storageDirectory).appendingPathComponent(Self.fileName)
+        folder = StorageFolder(URL(fileURLWithPath: storageDirectory))
+        url = folder.directory.appendingPathComponent(Self.fileName)
     }
 
     /// The saved values; nil when none were saved or the file is unreadable
-    /// (a damaged file must not stop the recorder: the config file applies).
+    /// or not a plain file (a damaged file must not stop the recorder: the
+    /// config file applies).
     public func load() -> Saved? {
-        guard let data = try? Data(contentsOf: url) else { return nil }
+        guard let data = try? folder.read(Self.fileName) else { return nil }
         return try? JSONDecoder().decode(Saved.self, from: data)
     }
 
-    /// Written to a temporary file and renamed, so a crash leaves the old or the new file, never half of one.
+    /// Written to an exclusively created temporary file and renamed, so a
+    /// crash leaves the old or the new file, never half of one, and a link
+    /// planted under either name is replaced, never written through.
     public func save(_ tuning: RecordingTuning, server: String, at time: Double = Date().timeIntervalSince1970) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         let data = try encoder.encode(Saved(tuning: tuning, server: server, savedAt: time))
-        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-        let temporary = url.appendingPathExtension("tmp")
-        try data.write(to: temporary)
-        if rename(temporary.path, url.path) != 0 {
-            throw ConfigError("cannot rename \(temporary.path) to \(url.path): \(String(cString: strerror(errno)))")
-        }
+        try FileManager.default.createDirectory(at: folder.directory, withIntermediateDirectories: true)
+        try folder.writeAtomically(data, as: Self.fileName)
     }
 
     /// `config` with the saved server values laid over its tuning; the buffer within the

@@ -49,7 +49,9 @@ public struct TOMLDocument: Equatable, Sendable {
     public init(parsing text: String, file: String) throws {
         var current = ""
         var lineNumber = 0
-        for rawLine in text.split(separator: "\n", omittingEmptySubsequences: false) {
+        // TOML ends lines with LF or CRLF (Windows editors). Swift reads "\r\n" as one
+        // Character, so splitting on "\n" alone would leave a CRLF file as one line.
+        for rawLine in text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" }) {
             lineNumber += 1
             do {
                 try parseLine(String(rawLine), current: &current, lineNumber: lineNumber)

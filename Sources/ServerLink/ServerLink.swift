@@ -441,7 +441,7 @@ extension ServerLink: UploadTransport {
     /// never overtake the previous file (the server would write that file under the new name).
     var canSend: Bool { socket?.isOpen == true && !streamingFile }
 
-    func sendUpload(_ chunk: ChunkRecord, file: URL) throws {
+    func sendUpload(_ chunk: ChunkRecord, file: OpenedFile) throws {
         guard let socket, socket.isOpen else { throw WebSocketError(description: "not connected") }
         socket.send(text: ClientMessage.text(ClientMessage.UploadMetadata(chunk: chunk)))
         ledger.sent(.upload(chunk.file))
@@ -453,7 +453,8 @@ extension ServerLink: UploadTransport {
             self.renewConnection(because: "no reply to the upload of \(chunk.file) within \(self.format(bound)) s")
         }
         streamingFile = true
-        socket.send(fileAt: file.path) { [weak self, weak socket] result in
+        socket.send(fileAt: file.reopenablePath) { [weak self, weak socket] result in
+            withExtendedLifetime(file) {}   // the descriptor stays open until the file is sent
             guard let self else { return }
             self.streamingFile = false
             self.lastHeard = Date()

@@ -8,8 +8,10 @@ protocol UploadTransport: AnyObject {
     /// True while connected and able to send.
     var canSend: Bool { get }
     /// Sends the metadata and then the file as one binary message; the
-    /// transport reports the outcome with `UploadQueue.finished`.
-    func sendUpload(_ chunk: ChunkRecord, file: URL) throws
+    /// transport reports the outcome with `UploadQueue.finished`. `file` is
+    /// the chunk already opened (and checked) by the catalog: read it
+    /// through its descriptor, keeping it alive until sent.
+    func sendUpload(_ chunk: ChunkRecord, file: OpenedFile) throws
 }
 
 /// Chunks the server asked for, sent one file at a time.
@@ -135,13 +137,16 @@ final class UploadQueue {
         guard inFlight == nil, retryTimer == nil, let transport, transport.canSend else { return }
         while !waiting.isEmpty {
             var item = waiting.removeFirst()
-            let url = catalog.url(of: item.chunk)
-            let size = (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? NSNumber)?.int64Value
-            guard let size else {
-                logger.error("upload of \(item.chunk.file) failed: the file is gone from \(catalog.directory.path)")
+            // Only a plain chunk file inside the storage folder, opened without following links.
+            let file: OpenedFile
+            do {
+                file = try catalog.open(item.chunk)
+            } catch {
+                logger.error("upload of \(StorageFolder.printable(item.chunk.file)) failed: \(error)")
                 giveUp(item)
                 continue
             }
+            let size = file.size
             guard size <= maxBytes else {
                 logger.error("upload of \(item.chunk.file) failed: \(size / 1_048_576) MiB is more than the server accepts in one message (server.max_upload_mb = \(maxBytes / 1_048_576)); shorten recording.chunk_duration_ms or lower the bitrate")
                 giveUp(item)
@@ -152,7 +157,7 @@ final class UploadQueue {
             do {
                 inFlight = (item, Date())
                 logger.info("uploading \(item.chunk.file) (\(size) bytes, attempt \(item.attempts) of \(maxAttempts))")
-                try transport.sendUpload(item.chunk, file: url)
+                try transport.sendUpload(item.chunk, file: file)
             } catch {
                 inFlight = nil
                 logger.error("upload of \(item.chunk.file) could not be sent: \(error)")

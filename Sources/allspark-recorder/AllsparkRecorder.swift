@@ -48,7 +48,7 @@ struct CommonOptions: ParsableArguments {
 extension Logger.Level: @retroactive ExpressibleByArgument {}
 
 /// Prints a user-facing error and exits non-zero.
-func fail(_ message: String) -> Never {
+func fail(_ message: String, code: Int32 = 1) -> Never {
     FileHandle.standardError.write(Data(("error: " + message + "\n").utf8))
-    exit(1)
+    exit(code)
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import FaceBlur
 import Foundation
+import GLibSupport
 import Logging
 import RecorderCore
 
@@ -9,6 +10,9 @@ struct Blur: ParsableCommand {
         abstract: "Pixelate every face in a video file (the recorder's own privacy stage, offline).",
         discussion: """
             The output container follows its extension (.mp4 or .mov); the frame count is kept.
+            The result is written to a hidden file beside the output and gets its name only once
+            complete and playable; the output may never be the input, and an existing output is
+            replaced only with --force.
             Stage options come from [privacy] of --config (default: config/default.toml's defaults) and --set.
             Unless set, the search is sparser than live (detect_width 640, whole_every 16, tile_every 64):
             faces found late are traced back through the frames held.
@@ -27,6 +31,9 @@ struct Blur: ParsableCommand {
     @Option(help: "x264 speed preset: ultrafast (default; fastest, biggest files) … veryslow. Same picture quality; slower presets make smaller files.")
     var encoderPreset = "ultrafast"
 
+    @Flag(help: "Replace the output if it exists (never the input).")
+    var force = false
+
     @OptionGroup var common: CommonOptions
 
     func run() throws {
@@ -36,10 +43,20 @@ struct Blur: ParsableCommand {
             privacy = try Self.privacySettings(config: config, overrides: common.overrides)
         } catch { fail("\(error)") }
         let showProgress = isatty(STDERR_FILENO) != 0
+        // Interrupted: the unfinished result is removed, nothing appears under the output's name.
+        // (GLib delivers these on the main loop that runs the blur, not in signal context.)
+        let interrupts = [(SIGINT, "SIGINT"), (SIGTERM, "SIGTERM")].map { signal, name in
+            MainLoop.onSignal(signal) {
+                let removed = OutputFile.discardAllPending()
+                fail("interrupted by \(name): \(output) was not written\(removed.isEmpty ? "" : " (removed \(removed.joined(separator: ", ")))")",
+                     code: 128 + signal)
+            }
+        }
+        defer { interrupts.forEach { $0.cancel() } }
         let report: OfflineBlur.Report
         do {
             report = try OfflineBlur.run(input: input, output: output, settings: FaceBlurSettings(privacy, offline: true),
-                                         encoderPreset: encoderPreset) { p in
+                                         encoderPreset: encoderPreset, force: force) { p in
                 guard showProgress else { return }
                 let total = p.duration.map { String(format: " / %.1f s", $0) } ?? ""
                 let fps = p.elapsed > 0 ? Double(p.frames) / p.elapsed : 0

@@ -3,6 +3,7 @@ import Foundation
 import GLibSupport
 import GStreamerSupport
 import Logging
+import Recorder
 import RecorderCore
 import ServerLink
 
@@ -49,6 +50,8 @@ struct Upload: ParsableCommand {
         let address: ServerAddress
         do { address = try ServerAddress(parsing: configuration.server.host) } catch { fail("\(error)") }
 
+        // A missing or damaged index: the chunk files themselves say what there is.
+        catalog.indexFilesIfIndexWasUnreadable { MediaProbe.duration(of: $0) }
         let chunks = catalog.chunks(from: start, to: end)
         guard !chunks.isEmpty else {
             fail("no chunk in \(configuration.recording.storageDirectory) overlaps the range")

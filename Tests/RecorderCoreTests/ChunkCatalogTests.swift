@@ -68,10 +68,10 @@ final class ChunkCatalogTests: XCTestCase {
         try Data(count: 9).write(to: folder.appendingPathComponent(".chunk_9000.mp4.partial"))
         try Data(count: 9).write(to: folder.appendingPathComponent("chunk_11000.mp4"))
         try Data(count: 9).write(to: folder.appendingPathComponent("notes.txt"))
-        let durations: [String: Double] = ["chunk_5000.mov": 2.5, ".chunk_7000.mp4.partial": 1.25]
+        let durations: [String: Double] = ["chunk_5000.mov": 1.5, ".chunk_7000.mp4.partial": 1.25]
 
         let reopened = try ChunkCatalog(directory: folder)
-        let report = reopened.reconcile { durations[$0.lastPathComponent] }
+        let report = reopened.reconcile { durations[$0.name] }
 
         XCTAssertEqual(report.dropped, [gone.file])
         XCTAssertEqual(report.indexed, ["chunk_5000.mov"])

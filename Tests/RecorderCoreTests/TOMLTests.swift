@@ -25,6 +25,17 @@ final class TOMLTests: XCTestCase {
         XCTAssertEqual(doc.tables, ["recording", "pipeline.vars"])
     }
 
+    func testCRLFLineEndingsAreLineEndings() throws {
+        // As saved by Windows editors; TOML allows LF or CRLF.
+        let doc = try TOMLDocument(parsing: "# comment\r\n[recording]\r\npipeline = \"p\"\r\n\r\nchunk_duration_ms = 2000 # c\r\n[privacy]\r\nface_blur = false\r\n", file: "w.toml")
+        XCTAssertEqual(doc["recording.pipeline"], TOMLEntry(value: .string("p"), line: 3))
+        XCTAssertEqual(doc["recording.chunk_duration_ms"], TOMLEntry(value: .integer(2000), line: 5))
+        XCTAssertEqual(doc["privacy.face_blur"], TOMLEntry(value: .boolean(false), line: 7))
+        XCTAssertThrowsError(try TOMLDocument(parsing: "a = 1\r\nb = \"open\r\n", file: "w.toml")) { error in
+            XCTAssertEqual((error as? TOMLError)?.line, 2, "\(error)")
+        }
+    }
+
     func testErrorsNameTheLine() {
         let cases: [(String, Int, String)] = [
             ("a = 1\nb = \"open", 2, "unterminated string"),

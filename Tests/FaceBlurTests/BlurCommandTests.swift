@@ -1,0 +1,134 @@
+import XCTest
+import RecorderTestSupport
+
+/// `allspark-recorder blur` as a user runs it, on real small clips: it never
+/// destroys its input, never replaces an existing file unasked, and never
+/// leaves an unfinished file under the output's name.
+final class BlurCommandTests: XCTestCase {
+    /// A few frames: enough for a playable result, quick to blur.
+    static var shortClip: Data!
+    /// Long enough to be caught mid-run.
+    static var longClip: Data!
+
+    override class func setUp() {
+        super.setUp()
+        let scratch = TemporaryDirectory()
+        func clip(width: Int, height: Int, frames: Int) throws -> Data {
+            let images = (0..<frames).map { i -> RawImage in
+                var image = RawImage(width: width, height: height, luma: UInt8(40 + i % 150))
+                image.draw(RawImage(width: 16, height: 16, luma: 230), x: Double(i % (width - 16)), y: 10, scale: 2)
+                return image
+            }
+            let url = scratch.file("clip-\(frames).mp4")
+            try writeClip(images, to: url)
+            return try Data(contentsOf: url)
+        }
+        do {
+            shortClip = try clip(width: 160, height: 128, frames: 10)
+            longClip = try clip(width: 640, height: 352, frames: 450)
+        } catch {
+            XCTFail("cannot build the test clips: \(error)")
+        }
+    }
+
+    let folder = TemporaryDirectory()
+
+    func place(_ data: Data, as name: String) throws -> URL {
+        let url = folder.file(name)
+        try data.write(to: url)
+        return url
+    }
+
+    func names() -> [String] { ((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []).sorted() }
+
+    @discardableResult
+    func blur(_ arguments: [String]) throws -> (status: Int32, output: String) {
+        try runTool(recorderExecutable, ["blur"] + arguments)
+    }
+
+    func testRefusesToWriteOverItsInputByAnyName() throws {
+        let input = try place(Self.shortClip, as: "keep.mp4")
+        let hardLink = folder.file("also-keep.mp4")
+        try FileManager.default.linkItem(at: input, to: hardLink)
+        let symbolic = folder.file("link.mp4")
+        try FileManager.default.createSymbolicLink(at: symbolic, withDestinationURL: input)
+        let cases: [[String]] = [
+            [input.path, input.path],
+            [input.path, input.path, "--force"],
+            [input.path, folder.path + "/./keep.mp4", "--force"],
+            [input.path, hardLink.path, "--force"],
+            [input.path, symbolic.path],
+            [input.path, symbolic.path, "--force"],
+            [symbolic.path, input.path, "--force"],
+        ]
+        for arguments in cases {
+            let (status, output) = try blur(arguments)
+            XCTAssertNotEqual(status, 0, "\(arguments): \(output)")
+            XCTAssertTrue(output.contains("is the same file as the input"), "\(arguments): \(output)")
+            XCTAssertEqual(try Data(contentsOf: input), Self.shortClip, "\(arguments): the input is byte-identical")
+        }
+        XCTAssertEqual(names(), ["also-keep.mp4", "keep.mp4", "link.mp4"], "nothing left behind")
+    }
+
+    func testAnExistingOutputIsReplacedOnlyWithForce() throws {
+        let input = try place(Self.shortClip, as: "in.mp4")
+        let output = folder.file("out.mp4")
+        let precious = Data("a file the user still needs".utf8)
+        try precious.write(to: output)
+
+        let refused = try blur([input.path, output.path])
+        XCTAssertNotEqual(refused.status, 0, refused.output)
+        XCTAssertTrue(refused.output.contains("\(output.path) already exists; use --force to replace it"), refused.output)
+        XCTAssertEqual(try Data(contentsOf: output), precious)
+
+        let forced = try blur([input.path, output.path, "--force"])
+        XCTAssertEqual(forced.status, 0, forced.output)
+        XCTAssertNotNil(try discover(output).duration, "the replacement is playable")
+        XCTAssertEqual(try Data(contentsOf: input), Self.shortClip)
+
+        let fresh = try blur([input.path, folder.file("new.mov").path])
+        XCTAssertEqual(fresh.status, 0, fresh.output)
+        XCTAssertEqual(names(), ["in.mp4", "new.mov", "out.mp4"], "no temporary file left behind")
+    }
+
+    /// Starts a blur of the long clip and waits until its hidden temporary output exists.
+    func startLongBlur() throws -> (Process, input: URL, output: URL) {
+        let input = try place(Self.longClip, as: "long.mp4")
+        let output = folder.file("result.mp4")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: recorderExecutable)
+        process.arguments = ["blur", input.path, output.path]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline, process.isRunning, !names().contains(where: { $0.hasPrefix(".result.mp4.partial-") }) {
+            usleep(10_000)
+        }
+        XCTAssertTrue(process.isRunning, "still blurring when interrupted: \(names())")
+        return (process, input, output)
+    }
+
+    func testKilledMidRunLeavesNothingUnderTheOutputName() throws {
+        let (process, input, output) = try startLongBlur()
+        usleep(300_000)   // some frames written
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        XCTAssertFalse(FileManager.default.fileExists(atPath: output.path), "no unfinished file under the final name: \(names())")
+        XCTAssertEqual(names().filter { !$0.hasPrefix(".result.mp4.partial-") }, ["long.mp4"], "only a hidden temporary file may remain")
+        XCTAssertEqual(try Data(contentsOf: input), Self.longClip)
+    }
+
+    func testInterruptedRunRemovesItsTemporaryFile() throws {
+        for signal in [SIGTERM, SIGINT] {
+            let (process, input, output) = try startLongBlur()
+            usleep(300_000)
+            kill(process.processIdentifier, signal)
+            process.waitUntilExit()
+            XCTAssertEqual(process.terminationStatus, 128 + signal)
+            XCTAssertFalse(FileManager.default.fileExists(atPath: output.path))
+            XCTAssertEqual(names(), ["long.mp4"], "the temporary file was removed")
+            XCTAssertEqual(try Data(contentsOf: input), Self.longClip)
+        }
+    }
+}
