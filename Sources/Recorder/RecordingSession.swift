@@ -17,6 +17,10 @@ final class RecordingSession {
         case diskFull(message: String)
         /// The source ended (a file source reached its end).
         case sourceEnded
+        /// No frame reached the chunks for `seconds`: a frozen camera, a
+        /// stalled stream, or (`everFlowed` false) a pipeline that never
+        /// passed a frame on.
+        case noFrames(seconds: Double, everFlowed: Bool)
     }
 
     private let loaded: LoadedPipeline
@@ -29,13 +33,26 @@ final class RecordingSession {
     private var stopCompletion: (() -> Void)?
     private var stopTimer: MainLoop.Source?
     private(set) var isRunning = false
+    private let frameTimeout: Double
+    private var watchdog: MainLoop.Source?
+    private var startedUptimeNs: UInt64 = 0
+    /// Set when the chunk sink itself failed (a read-only or vanished
+    /// folder): its chunk can never be finished, so stopping does not wait for it.
+    private var writerBroken = false
 
     var onChunkFinished: ((FinishedChunk) -> Void)?
     var onFailure: ((Failure) -> Void)?
+    /// Runs on the main loop when the first frame reaches the chunks.
+    var onFirstFrame: (() -> Void)? {
+        get { chunkSink.onFirstFrame }
+        set { chunkSink.onFirstFrame = newValue }
+    }
 
-    init(loaded: LoadedPipeline, storage: URL, tuning: RecordingTuning, processor: FrameProcessor, logger: Logger) {
+    init(loaded: LoadedPipeline, storage: URL, tuning: RecordingTuning, frameTimeout: Double,
+         processor: FrameProcessor, logger: Logger) {
         self.loaded = loaded
         self.logger = logger
+        self.frameTimeout = frameTimeout
         let framePath = FramePath(sink: loaded.captureSink, source: loaded.processedSource, processor: processor)
         self.framePath = framePath
         chunkSink = ChunkSink(pipeline: loaded.pipeline, element: loaded.chunkSink, storage: storage, tuning: tuning,
@@ -46,6 +63,9 @@ final class RecordingSession {
     func start() throws {
         try chunkSink.install()
         framePath.start()
+        // A sink that waits for a first frame before the pipeline plays
+        // would wait forever: in a live pipeline frames only come once it plays.
+        for sink in loaded.extraSinks { sink.stopWaitingForPreroll() }
         loaded.pipeline.useRealtimeClock()
         busWatch = loaded.pipeline.watchBus { [weak self] message in self?.handle(message) }
         isRunning = true
@@ -57,6 +77,21 @@ final class RecordingSession {
             framePath.detach()
             throw GStreamerError("the pipeline \(loaded.template.file) could not start: \(reason)")
         }
+        startedUptimeNs = DispatchTime.now().uptimeNanoseconds
+        watchdog = MainLoop.every(min(1, frameTimeout / 4)) { [weak self] in self?.checkFrames() ?? false }
+    }
+
+    /// The frame watchdog: a source that stops sending frames without an
+    /// error (a hung USB camera, an RTSP sender gone quiet) is noticed here.
+    private func checkFrames() -> Bool {
+        // Returning false removes the timer: forget it so nothing cancels it twice.
+        guard isRunning, !stopping else { watchdog = nil; return false }
+        let last = chunkSink.lastFrameUptime
+        let silentNs = DispatchTime.now().uptimeNanoseconds - (last ?? startedUptimeNs)
+        guard Double(silentNs) / 1e9 >= frameTimeout else { return true }
+        watchdog = nil
+        onFailure?(.noFrames(seconds: frameTimeout, everFlowed: last != nil))
+        return false
     }
 
     private func handle(_ message: BusMessage) {
@@ -69,8 +104,10 @@ final class RecordingSession {
         case .error(let text, let debug, let noSpaceLeft):
             chunkSink.verifyBeforeFinalizing = true
             logger.debug("GStreamer debug for \(message.sourceName): \(debug ?? "-")")
+            if chunkSink.isWriter(message.sourcePointer) { writerBroken = true }
             guard !stopping else {
                 logger.warning("error while stopping, from \(message.sourceName): \(text)")
+                if writerBroken { abandonChunk() }
                 return
             }
             let described = text + BusMessage.detail(debug)
@@ -97,8 +134,13 @@ final class RecordingSession {
         }
         stopping = true
         stopCompletion = completion
+        watchdog?.cancel()
         if reachedEnd {
             finishStop()
+            return
+        }
+        if writerBroken {
+            abandonChunk()
             return
         }
         chunkSink.markFinishing { [weak self] in
@@ -113,9 +155,19 @@ final class RecordingSession {
         }
     }
 
+    /// The chunk sink failed, so the end of stream can never reach its
+    /// file: stop now instead of waiting for it. The partial file keeps
+    /// what robust muxing wrote; the repair pass after the stop names it.
+    private func abandonChunk() {
+        guard isRunning else { return }
+        logger.warning("the chunk being written cannot be finished (the chunk sink failed); stopping at once, what was written is kept by the repair pass")
+        finishStop()
+    }
+
     private func finishStop() {
         guard isRunning else { return }
         isRunning = false
+        watchdog?.cancel()
         stopTimer?.cancel()
         busWatch?.remove()
         busWatch = nil
