@@ -59,7 +59,8 @@ public final class Recorder {
 
     private let logger: Logger
     private let makeProcessor: (RecorderConfig) throws -> FrameProcessor
-    private var session: RecordingSession?
+    /// The pipeline run in progress (internal: tests reach its elements).
+    private(set) var session: RecordingSession?
     private var tuning: RecordingTuning
     private var retryTimer: MainLoop.Source?
     private var retryDelay = RetryBackoff()

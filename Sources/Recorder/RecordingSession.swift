@@ -23,7 +23,7 @@ final class RecordingSession {
         case noFrames(seconds: Double, everFlowed: Bool)
     }
 
-    private let loaded: LoadedPipeline
+    let loaded: LoadedPipeline
     private let logger: Logger
     let framePath: FramePath
     private let chunkSink: ChunkSink
