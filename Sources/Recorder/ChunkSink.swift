@@ -280,6 +280,10 @@ final class ChunkSink {
         }
     }
 
+    /// Chunks opened and not yet closed (the one being written, and one
+    /// still being finalised after a split).
+    var openCount: Int { lock.withLock { open.count } }
+
     /// True when the stream has ended and its last chunk is closed.
     var isFinished: Bool { lock.withLock { inputEnded && open.isEmpty } }
 

@@ -154,9 +154,11 @@ public final class Recorder {
 
     private func sessionFailed(_ failure: RecordingSession.Failure) {
         switch failure {
-        case .pipelineError(let element, let message):
+        case .pipelineError(let element, let message, let inWriter):
             lastProblem = "pipeline error from \(element): \(message)"
-            logger.error("pipeline error from \(element): \(message); finishing the current chunk and retrying")
+            let next = inWriter ? "the chunk being written cannot be finished; stopping at once and retrying"
+                                : "finishing the current chunk and retrying"
+            logger.error("pipeline error from \(element): \(message); \(next)")
         case .noFrames(let seconds, let everFlowed):
             let timeout = String(format: "%g", seconds)
             if everFlowed {

@@ -12,7 +12,8 @@ import RecorderCore
 final class RecordingSession {
     enum Failure {
         /// The source or another element failed (camera unplugged, file gone…).
-        case pipelineError(element: String, message: String)
+        /// `inWriter`: the chunk sink itself failed, so its chunk is abandoned rather than finished.
+        case pipelineError(element: String, message: String, inWriter: Bool)
         /// The chunk folder's file system is full.
         case diskFull(message: String)
         /// The source ended (a file source reached its end).
@@ -86,11 +87,15 @@ final class RecordingSession {
     private func checkFrames() -> Bool {
         // Returning false removes the timer: forget it so nothing cancels it twice.
         guard isRunning, !stopping else { watchdog = nil; return false }
-        let last = chunkSink.lastFrameUptime
-        let silentNs = DispatchTime.now().uptimeNanoseconds - (last ?? startedUptimeNs)
+        // Silent only when neither end moves: frames still captured while
+        // none reach the chunks yet is an encoder filling its look-ahead
+        // (a stuck encoder soon stops capture too, by back-pressure).
+        let recorded = chunkSink.lastFrameUptime
+        let latest = [recorded, framePath.lastCaptureUptime, startedUptimeNs].compactMap { $0 }.max() ?? startedUptimeNs
+        let silentNs = DispatchTime.now().uptimeNanoseconds - latest
         guard Double(silentNs) / 1e9 >= frameTimeout else { return true }
         watchdog = nil
-        onFailure?(.noFrames(seconds: frameTimeout, everFlowed: last != nil))
+        onFailure?(.noFrames(seconds: frameTimeout, everFlowed: recorded != nil))
         return false
     }
 
@@ -101,17 +106,18 @@ final class RecordingSession {
                 onChunkFinished?(chunk)
             }
             if stopping, chunkSink.isFinished { finishStop() }
+            if stopping, writerBroken, chunkSink.openCount <= 1 { abandonChunk() }
         case .error(let text, let debug, let noSpaceLeft):
             chunkSink.verifyBeforeFinalizing = true
             logger.debug("GStreamer debug for \(message.sourceName): \(debug ?? "-")")
             if chunkSink.isWriter(message.sourcePointer) { writerBroken = true }
             guard !stopping else {
                 logger.warning("error while stopping, from \(message.sourceName): \(text)")
-                if writerBroken { abandonChunk() }
+                if writerBroken { abandonChunkSoon() }
                 return
             }
             let described = text + BusMessage.detail(debug)
-            onFailure?(noSpaceLeft ? .diskFull(message: described) : .pipelineError(element: message.sourceName, message: described))
+            onFailure?(noSpaceLeft ? .diskFull(message: described) : .pipelineError(element: message.sourceName, message: described, inWriter: writerBroken))
         case .warning(let text):
             logger.warning("\(message.sourceName): \(text)")
         case .endOfStream:
@@ -140,7 +146,7 @@ final class RecordingSession {
             return
         }
         if writerBroken {
-            abandonChunk()
+            abandonChunkSoon()
             return
         }
         chunkSink.markFinishing { [weak self] in
@@ -158,9 +164,18 @@ final class RecordingSession {
     /// The chunk sink failed, so the end of stream can never reach its
     /// file: stop now instead of waiting for it. The partial file keeps
     /// what robust muxing wrote; the repair pass after the stop names it.
+    /// Abandons the broken chunk once the chunk before it, if still being
+    /// finalised after a split, is closed (with its own file sink it may
+    /// well finish), and after a short grace in any case.
+    private func abandonChunkSoon() {
+        guard chunkSink.openCount > 1 else { abandonChunk(); return }
+        stopTimer?.cancel()
+        stopTimer = MainLoop.after(2) { [weak self] in self?.abandonChunk() }
+    }
+
     private func abandonChunk() {
         guard isRunning else { return }
-        logger.warning("the chunk being written cannot be finished (the chunk sink failed); stopping at once, what was written is kept by the repair pass")
+        logger.notice("stopping without finishing the chunk being written; the repair pass keeps what reached the disk")
         finishStop()
     }
 

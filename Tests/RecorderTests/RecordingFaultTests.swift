@@ -118,6 +118,11 @@ final class RecordingFaultTests: XCTestCase {
             // At most the backoff (1 + 2 + 4 s over a 4 s window) beyond the fault, not 10 s more.
             XCTAssertLessThan(resumed.start - writableAt, 5, "video lost beyond the read-only window")
         }
+        // A chunk complete before the fault (even one still being finalised
+        // when the error came) is kept whole: only the broken one is abandoned.
+        for chunk in chunks where chunk.start + 2.2 < readOnlyAt {
+            XCTAssertEqual(chunk.duration, 2.0, accuracy: 2 * frame, "\(chunk.file) is whole")
+        }
         let names = try FileManager.default.contentsOfDirectory(atPath: storage.path).filter { $0 != ChunkCatalog.indexFileName }
         XCTAssertFalse(names.contains { $0.hasSuffix(".partial") }, "the cut chunk was repaired or removed: \(names)")
         XCTAssertEqual(names.filter { $0.hasPrefix("chunk_") }.sorted(), chunks.map(\.file).sorted())
