@@ -100,7 +100,8 @@ final class ChunkSink {
     /// go by, since only these frames end up in a file.
     private var framesArrived = 0
     private var lastFrameUptimeNs: UInt64?
-    /// Runs once, on the main loop, when the first frame reaches the chunk sink.
+    /// Runs once, on the main loop, when the first frame reaches the chunk
+    /// sink. Set it before the pipeline starts: the streaming thread reads it.
     var onFirstFrame: (() -> Void)?
 
     private func frameArrived() {
