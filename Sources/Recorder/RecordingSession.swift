@@ -18,9 +18,9 @@ final class RecordingSession {
         case diskFull(message: String)
         /// The source ended (a file source reached its end).
         case sourceEnded
-        /// No frame reached the chunks for `seconds`: a frozen camera, a
-        /// stalled stream, or (`everFlowed` false) a pipeline that never
-        /// passed a frame on.
+        /// For `seconds` no frame reached blur_in nor the chunks: a frozen
+        /// camera, a stalled stream, or (`everFlowed` false: none ever
+        /// reached the chunks) a pipeline that never passed a frame on.
         case noFrames(seconds: Double, everFlowed: Bool)
     }
 
@@ -161,9 +161,6 @@ final class RecordingSession {
         }
     }
 
-    /// The chunk sink failed, so the end of stream can never reach its
-    /// file: stop now instead of waiting for it. The partial file keeps
-    /// what robust muxing wrote; the repair pass after the stop names it.
     /// Abandons the broken chunk once the chunk before it, if still being
     /// finalised after a split, is closed (with its own file sink it may
     /// well finish), and after a short grace in any case.
@@ -173,6 +170,9 @@ final class RecordingSession {
         stopTimer = MainLoop.after(2) { [weak self] in self?.abandonChunk() }
     }
 
+    /// The chunk sink failed, so the end of stream can never reach its
+    /// file: stop now instead of waiting for it. The partial file keeps
+    /// what robust muxing wrote; the repair pass after the stop names it.
     private func abandonChunk() {
         guard isRunning else { return }
         logger.notice("stopping without finishing the chunk being written; the repair pass keeps what reached the disk")
