@@ -32,6 +32,10 @@ static inline GType cgst_type_app_src(void) { return GST_TYPE_APP_SRC; }
 static inline GType cgst_type_bin(void) { return GST_TYPE_BIN; }
 static inline gboolean cgst_is_type(gpointer obj, GType t) { return G_TYPE_CHECK_INSTANCE_TYPE(obj, t); }
 static inline const gchar *cgst_object_name(gpointer obj) { return GST_OBJECT_NAME(obj); }
+static inline GType cgst_type_pad(void) { return GST_TYPE_PAD; }
+static inline GType cgst_type_element(void) { return GST_TYPE_ELEMENT; }
+static inline GType cgst_type_ghost_pad(void) { return GST_TYPE_GHOST_PAD; }
+static inline GList *cgst_element_pad_templates(GstElement *e) { return gst_element_class_get_pad_template_list(GST_ELEMENT_GET_CLASS(e)); }
 
 /* GstVideoFrame fields are fixed-size arrays, which Swift imports as tuples. */
 static inline guint8 *cgst_video_frame_plane(GstVideoFrame *f, guint i) { return (guint8 *)GST_VIDEO_FRAME_PLANE_DATA(f, i); }

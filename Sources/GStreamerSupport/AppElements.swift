@@ -26,7 +26,9 @@ public final class Sample: @unchecked Sendable {
 
     /// Running time of the first buffer's timestamp in its segment.
     public var runningTime: ClockTime? {
-        guard let pts = presentationTime, let segment = gst_sample_get_segment(pointer) else { return nil }
+        // A sample handed over while the stream is torn down may carry no time segment yet.
+        guard let pts = presentationTime, let segment = gst_sample_get_segment(pointer),
+              segment.pointee.format == GST_FORMAT_TIME else { return nil }
         let rt = gst_segment_to_running_time(segment, GST_FORMAT_TIME, pts)
         return rt == GStreamer.clockTimeNone ? nil : rt
     }

@@ -167,6 +167,16 @@ extension Pad {
         }, box.retainedPointer, { CallbackBox<(ClockTime) -> Void>.release($0) })
     }
 
+    /// Runs `action` on the streaming thread for every buffer passing this
+    /// pad, for as long as the pad lives. Keep it cheap: it is on the data path.
+    public func onEveryBuffer(_ action: @escaping () -> Void) {
+        let box = CallbackBox(action)
+        _ = gst_pad_add_probe(pointer, GST_PAD_PROBE_TYPE_BUFFER, { _, _, data in
+            if let data { CallbackBox<() -> Void>.from(data)() }
+            return GST_PAD_PROBE_OK
+        }, box.retainedPointer, { CallbackBox<() -> Void>.release($0) })
+    }
+
     /// Runs `action` on the streaming thread when end-of-stream passes this pad.
     public func onEndOfStream(_ action: @escaping () -> Void) {
         let box = CallbackBox(action)

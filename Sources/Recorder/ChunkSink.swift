@@ -88,6 +88,40 @@ final class ChunkSink {
         guard attach(fresh, to: feed, format: activeFormat, durationMs: chunkDurationMs) else {
             throw GStreamerError("cannot link the encoder to the chunk sink")
         }
+        // The encoder's output stays linked to whichever sink is active (a
+        // container switch re-links the same pad), so this sees every frame recorded.
+        feed.onEveryBuffer { [weak self] in self?.frameArrived() }
+    }
+
+    // MARK: Frames reaching the chunks
+
+    /// Frames that reached the chunk sink, and when the last one did
+    /// (monotonic nanoseconds): what the frame watchdog and "recording"
+    /// go by, since only these frames end up in a file.
+    private var framesArrived = 0
+    private var lastFrameUptimeNs: UInt64?
+    /// Runs once, on the main loop, when the first frame reaches the chunk
+    /// sink. Set it before the pipeline starts: the streaming thread reads it.
+    var onFirstFrame: (() -> Void)?
+
+    private func frameArrived() {
+        let now = DispatchTime.now().uptimeNanoseconds
+        let first = lock.withLock { () -> Bool in
+            framesArrived += 1
+            lastFrameUptimeNs = now
+            return framesArrived == 1
+        }
+        if first, let onFirstFrame { MainLoop.post(onFirstFrame) }
+    }
+
+    var framesWritten: Int { lock.withLock { framesArrived } }
+    var lastFrameUptime: UInt64? { lock.withLock { lastFrameUptimeNs } }
+
+    /// True when `object` (a bus message's poster) is a chunk sink or
+    /// inside one (its muxer, its file sink): the writing side failed.
+    func isWriter(_ object: UnsafeMutableRawPointer?) -> Bool {
+        let sinks = lock.withLock { [active] + Array(retired.values) }
+        return sinks.contains { $0.contains(object) }
     }
 
     /// Configures a new splitmuxsink, adds it to the pipeline and links `feed` into it.
@@ -264,6 +298,10 @@ final class ChunkSink {
             MainLoop.post(onInputEnded)
         }
     }
+
+    /// Chunks opened and not yet closed (the one being written, and one
+    /// still being finalised after a split).
+    var openCount: Int { lock.withLock { open.count } }
 
     /// True when the stream has ended and its last chunk is closed.
     var isFinished: Bool { lock.withLock { inputEnded && open.isEmpty } }

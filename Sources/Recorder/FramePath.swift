@@ -62,6 +62,7 @@ public final class FramePath: @unchecked Sendable {
     private let processing = NSLock()
     private var stats = FrameStatistics()
     private var finished = false
+    private var lastCaptureUptimeNs: UInt64?
 
     public init(sink: AppSink, source: AppSource, processor: FrameProcessor) {
         self.sink = sink
@@ -102,6 +103,7 @@ public final class FramePath: @unchecked Sendable {
             return true
         }
         stats.captured += 1
+        lastCaptureUptimeNs = DispatchTime.now().uptimeNanoseconds
         if stats.width == 0, let info = sample.videoInfo {
             stats.width = info.width
             stats.height = info.height
@@ -139,6 +141,12 @@ public final class FramePath: @unchecked Sendable {
         guard !wasFinished else { return }
         push(processor.drain())
         source.endOfStream()
+    }
+
+    /// When the last frame reached blur_in (monotonic nanoseconds), nil before the first.
+    public var lastCaptureUptime: UInt64? {
+        lock.lock(); defer { lock.unlock() }
+        return lastCaptureUptimeNs
     }
 
     public var statistics: FrameStatistics {

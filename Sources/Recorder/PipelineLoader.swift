@@ -12,24 +12,34 @@ public struct LoadedPipeline {
     public let processedSource: AppSource
     /// `splitmuxsink name=chunks`: writes the chunk files.
     public let chunkSink: Element
+    /// Sinks besides blur_in and chunks (a stream to the network, a
+    /// preview). They must not wait for a first frame before the
+    /// pipeline plays (see `RecordingSession.start`).
+    public let extraSinks: [Element]
 }
 
 /// Turns a pipeline file into a checked GStreamer pipeline, with errors
 /// that name the file, the line and what to fix.
 public enum PipelineLoader {
-    public static func load(file: String, variables: [String: String]) throws -> LoadedPipeline {
+    /// - Parameter privacyBoundary: refuse any path from the capture part
+    ///   into a sink that bypasses blur_in → blur_out (on whenever
+    ///   `privacy.face_blur` is: the privacy stage must see every frame).
+    public static func load(file: String, variables: [String: String], privacyBoundary: Bool) throws -> LoadedPipeline {
         let template = try PipelineTemplate(file: file, variables: variables)
-        return try load(template: template)
+        return try load(template: template, privacyBoundary: privacyBoundary)
     }
 
-    public static func load(template: PipelineTemplate) throws -> LoadedPipeline {
+    public static func load(template: PipelineTemplate, privacyBoundary: Bool) throws -> LoadedPipeline {
         let pipeline: Pipeline
         do {
             pipeline = try Pipeline.parse(template.description)
         } catch let failure as ParseFailure {
             throw explain(failure, in: template)
         }
-        return try checkContract(pipeline, template: template)
+        let graph = pipeline.graph()
+        let loaded = try checkContract(pipeline, graph: graph, template: template)
+        if privacyBoundary { try checkPrivacyBoundary(graph, template: template) }
+        return loaded
     }
 
     /// Maps a gst_parse error back to a line of the file.
@@ -79,7 +89,7 @@ public enum PipelineLoader {
         String(name.reversed().drop(while: { $0.isNumber }).reversed())
     }
 
-    static func checkContract(_ pipeline: Pipeline, template: PipelineTemplate) throws -> LoadedPipeline {
+    static func checkContract(_ pipeline: Pipeline, graph: PipelineGraph, template: PipelineTemplate) throws -> LoadedPipeline {
         typealias C = PipelineTemplate.Contract
         func require(_ name: String, factory: String, role: String) throws -> Element {
             guard let element = pipeline.element(named: name) else {
@@ -102,7 +112,62 @@ public enum PipelineLoader {
             throw PipelineError(file: template.file, line: template.line(mentioning: C.chunkSink),
                                 reason: "no video stream is linked into '\(C.chunkSink)': end the encoding part with '… ! h264parse ! splitmuxsink name=\(C.chunkSink)'")
         }
+        // Sinks inside another element (splitmuxsink's file sink) are that element's business.
+        let extraSinks = graph.nodes.filter { node in
+            node.isSink && ![C.captureSink, C.chunkSink].contains(node.name)
+                && !chunks.contains(UnsafeMutableRawPointer(node.element.pointer))
+        }.map(\.element)
         return LoadedPipeline(template: template, pipeline: pipeline, captureSink: captureSink,
-                              processedSource: processedSource, chunkSink: chunks)
+                              processedSource: processedSource, chunkSink: chunks, extraSinks: extraSinks)
+    }
+
+    /// The privacy boundary, checked on the graph rather than on names:
+    /// frames from any source other than blur_out may reach no sink but
+    /// blur_in. A tee before blur_in whose branch also feeds `chunks` (or a
+    /// network sink) would record or send faces the privacy stage never saw.
+    static func checkPrivacyBoundary(_ graph: PipelineGraph, template: PipelineTemplate) throws {
+        typealias C = PipelineTemplate.Contract
+        let links = graph.possibleLinks
+        let blurIn = graph.index(named: C.captureSink)
+        let blurOut = graph.index(named: C.processedSource)
+        // Elements from which blur_in can be reached: the capture part proper.
+        var feedsBlurIn = Set<Int>()
+        if let blurIn {
+            var upstream: [Int: [Int]] = [:]
+            for (from, tos) in links { for to in tos { upstream[to, default: []].append(from) } }
+            var queue = [blurIn]
+            while let node = queue.popLast() {
+                if feedsBlurIn.insert(node).inserted { queue += upstream[node] ?? [] }
+            }
+        }
+        for source in graph.nodes.indices where graph.nodes[source].isSource && source != blurOut {
+            // Breadth first, remembering the way, so the report shows the shortest leak.
+            var cameFrom: [Int: Int] = [source: source]
+            var queue = [source]
+            while !queue.isEmpty {
+                let node = queue.removeFirst()
+                if node != source, node != blurIn, graph.nodes[node].isSink {
+                    var path = [node]
+                    while let previous = cameFrom[path[0]], previous != path[0] { path.insert(previous, at: 0) }
+                    // Where the leak leaves the capture part: the last element on the way that also feeds blur_in.
+                    let fork = path.last { feedsBlurIn.contains($0) } ?? source
+                    let forkName = graph.nodes[fork].name
+                    let line = template.line(mentioning: forkName)
+                        ?? template.line(mentioning: stripInstanceNumber(forkName))
+                        ?? template.line(mentioning: graph.nodes[node].name)
+                    let route = path.map { graph.nodes[$0].name }.joined(separator: " → ")
+                    throw PipelineError(file: template.file, line: line, reason: """
+                        privacy: '\(graph.nodes[node].name)' gets frames from '\(graph.nodes[source].name)' \
+                        that do not pass through \(C.captureSink) and \(C.processedSource) (\(route)); \
+                        with privacy.face_blur = true every frame must go through the privacy stage: \
+                        remove the branch at '\(forkName)', or take it after \(C.processedSource)
+                        """)
+                }
+                for next in links[node] ?? [] where cameFrom[next] == nil && next != blurOut {
+                    cameFrom[next] = node
+                    queue.append(next)
+                }
+            }
+        }
     }
 }

@@ -19,6 +19,9 @@ public struct RecorderStartError: Error, CustomStringConvertible {
 public final class Recorder {
     public enum State: Equatable, CustomStringConvertible {
         case stopped
+        /// A pipeline runs, but no frame has reached the chunks yet.
+        case waitingForSource
+        /// Frames reach the chunks.
         case recording
         /// Waiting to restart the pipeline after a failure.
         case waitingToRetry(seconds: Double)
@@ -27,6 +30,7 @@ public final class Recorder {
         public var description: String {
             switch self {
             case .stopped: return "stopped"
+            case .waitingForSource: return "waiting for the source"
             case .recording: return "recording"
             case .waitingToRetry(let s): return "waiting \(String(format: "%.0f", s)) s to retry"
             case .stopping: return "stopping"
@@ -37,14 +41,26 @@ public final class Recorder {
     public private(set) var config: RecorderConfig
     public let catalog: ChunkCatalog
     public private(set) var state: State = .stopped {
-        didSet { if state != oldValue { logger.info("recorder: \(oldValue) → \(state)") } }
+        didSet {
+            guard state != oldValue else { return }
+            logger.info("recorder: \(oldValue) → \(state)")
+            onStateChange?(state)
+        }
     }
     /// Called on the main loop after each chunk is finished and catalogued.
     public var onChunkFinished: ((FinishedChunk) -> Void)?
+    /// Called on the main loop whenever `state` changes.
+    public var onStateChange: ((State) -> Void)?
+    /// Chunks finished and catalogued since this recorder was made.
+    public private(set) var chunksRecorded = 0
+    /// Why the last pipeline run failed or stopped producing frames, for
+    /// reports such as "recorded nothing"; nil while nothing went wrong.
+    public private(set) var lastProblem: String?
 
     private let logger: Logger
     private let makeProcessor: (RecorderConfig) throws -> FrameProcessor
-    private var session: RecordingSession?
+    /// The pipeline run in progress (internal: tests reach its elements).
+    private(set) var session: RecordingSession?
     private var tuning: RecordingTuning
     private var retryTimer: MainLoop.Source?
     private var retryDelay = RetryBackoff()
@@ -89,7 +105,8 @@ public final class Recorder {
     public func start() throws {
         stopRequested = false
         // Validate before touching anything: a broken file is the user's to fix now.
-        _ = try PipelineLoader.load(file: config.recording.pipeline, variables: config.pipelineVariables)
+        _ = try PipelineLoader.load(file: config.recording.pipeline, variables: config.pipelineVariables,
+                                    privacyBoundary: config.privacy.faceBlur)
         try makeProcessor(config).close()   // fail closed now, not at the first frame
         let report = catalog.reconcile(probe: { MediaProbe.duration(of: $0) })
         let summary = "storage \(catalog.directory.path): \(catalog.all.count) chunks, \(catalog.totalBytes / 1_048_576) MiB"
@@ -104,11 +121,18 @@ public final class Recorder {
         retryTimer = nil
         guard !stopRequested else { return }
         do {
-            let loaded = try PipelineLoader.load(file: config.recording.pipeline, variables: config.pipelineVariables)
+            let loaded = try PipelineLoader.load(file: config.recording.pipeline, variables: config.pipelineVariables,
+                                                 privacyBoundary: config.privacy.faceBlur)
             let processor = try makeProcessor(config)
             let session = RecordingSession(loaded: loaded, storage: catalog.directory, tuning: tuning,
+                                           frameTimeout: config.recording.frameTimeoutSeconds,
                                            processor: processor, logger: logger)
             session.onChunkFinished = { [weak self] chunk in self?.chunkFinished(chunk) }
+            session.onFirstFrame = { [weak self, weak session] in
+                guard let self, let session, session === self.session, self.state == .waitingForSource else { return }
+                self.lastProblem = nil
+                self.state = .recording
+            }
             session.onFailure = { [weak self, weak session] failure in
                 guard let self, let session, session === self.session else { return }
                 self.sessionFailed(failure)
@@ -116,9 +140,10 @@ public final class Recorder {
             self.session = session
             pipelineFingerprint = fingerprint(of: config)
             try session.start()
-            state = .recording
-            logger.notice("recording \(loaded.template.file) into \(catalog.directory.path) as \(tuning.videoFormat.rawValue) chunks of \(tuning.chunkDurationMs) ms (frames through \(processor.name))")
+            state = .waitingForSource
+            logger.notice("started \(loaded.template.file), waiting for the source; chunks go to \(catalog.directory.path) as \(tuning.videoFormat.rawValue) chunks of \(tuning.chunkDurationMs) ms (frames through \(processor.name))")
         } catch {
+            lastProblem = "cannot start recording: \(error)"
             logger.error("cannot start recording: \(error)")
             let failed = session
             session = nil
@@ -129,22 +154,36 @@ public final class Recorder {
 
     private func sessionFailed(_ failure: RecordingSession.Failure) {
         switch failure {
-        case .pipelineError(let element, let message):
-            logger.error("pipeline error from \(element): \(message); finishing the current chunk and retrying")
+        case .pipelineError(let element, let message, let inWriter):
+            lastProblem = "pipeline error from \(element): \(message)"
+            let next = inWriter ? "the chunk being written cannot be finished; stopping at once and retrying"
+                                : "finishing the current chunk and retrying"
+            logger.error("pipeline error from \(element): \(message); \(next)")
+        case .noFrames(let seconds, let everFlowed):
+            let timeout = String(format: "%g", seconds)
+            if everFlowed {
+                lastProblem = "the source sent no frame for \(timeout) s"
+                logger.warning("no frame from the source for \(timeout) s (recording.frame_timeout_s): a frozen camera or a stalled stream; finishing the chunk at its last frame and restarting the source")
+            } else {
+                lastProblem = "no frame reached the chunks within \(timeout) s of starting the pipeline"
+                logger.warning("waiting for the source: no frame reached the chunks within \(timeout) s of starting \((config.recording.pipeline as NSString).lastPathComponent) (no camera, a source that sends nothing, or an element that never passes frames on); restarting it")
+            }
         case .diskFull(let message):
+            lastProblem = "the disk is full"
             logger.critical("the disk holding \(catalog.directory.path) is full (\(message)); deleting the oldest chunk to make room and retrying")
             if catalog.deleteOldest(reason: "the disk is full") == nil {
                 logger.critical("no chunk can be deleted to make room: free space on the disk or lower recording.buffer_max_mb")
             }
             enforceRetention()
         case .sourceEnded:
+            lastProblem = "the source ended"
             logger.warning("the source ended; restarting the pipeline")
         }
         stopSession { [weak self] in self?.scheduleRetry() }
     }
 
     /// True while a pipeline runs (a chunk is being written or about to be).
-    public var isCapturing: Bool { state == .recording }
+    public var isCapturing: Bool { state == .recording || state == .waitingForSource }
 
     /// Restarts capture at once if it is waiting to retry after a failure
     /// (the server's record command); true if it did.
@@ -186,6 +225,7 @@ public final class Recorder {
 
     private func chunkFinished(_ chunk: FinishedChunk) {
         catalog.add(chunk.record)
+        chunksRecorded += 1
         retryDelay.reset()
         logger.info("chunk \(chunk.record.file): \(String(format: "%.3f", chunk.record.duration)) s, \(chunk.record.size) bytes")
         enforceRetention()
@@ -272,7 +312,8 @@ public final class Recorder {
         config = adopted
         if pipelineChanged {
             do {
-                _ = try PipelineLoader.load(file: new.recording.pipeline, variables: new.pipelineVariables)
+                _ = try PipelineLoader.load(file: new.recording.pipeline, variables: new.pipelineVariables,
+                                            privacyBoundary: new.privacy.faceBlur)
                 try makeProcessor(new).close()
             } catch {
                 logger.error("reload: the new pipeline or privacy settings are not usable, keeping the running ones: \(error)")

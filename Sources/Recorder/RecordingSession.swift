@@ -12,14 +12,19 @@ import RecorderCore
 final class RecordingSession {
     enum Failure {
         /// The source or another element failed (camera unplugged, file gone…).
-        case pipelineError(element: String, message: String)
+        /// `inWriter`: the chunk sink itself failed, so its chunk is abandoned rather than finished.
+        case pipelineError(element: String, message: String, inWriter: Bool)
         /// The chunk folder's file system is full.
         case diskFull(message: String)
         /// The source ended (a file source reached its end).
         case sourceEnded
+        /// For `seconds` no frame reached blur_in nor the chunks: a frozen
+        /// camera, a stalled stream, or (`everFlowed` false: none ever
+        /// reached the chunks) a pipeline that never passed a frame on.
+        case noFrames(seconds: Double, everFlowed: Bool)
     }
 
-    private let loaded: LoadedPipeline
+    let loaded: LoadedPipeline
     private let logger: Logger
     let framePath: FramePath
     private let chunkSink: ChunkSink
@@ -29,13 +34,26 @@ final class RecordingSession {
     private var stopCompletion: (() -> Void)?
     private var stopTimer: MainLoop.Source?
     private(set) var isRunning = false
+    private let frameTimeout: Double
+    private var watchdog: MainLoop.Source?
+    private var startedUptimeNs: UInt64 = 0
+    /// Set when the chunk sink itself failed (a read-only or vanished
+    /// folder): its chunk can never be finished, so stopping does not wait for it.
+    private var writerBroken = false
 
     var onChunkFinished: ((FinishedChunk) -> Void)?
     var onFailure: ((Failure) -> Void)?
+    /// Runs on the main loop when the first frame reaches the chunks.
+    var onFirstFrame: (() -> Void)? {
+        get { chunkSink.onFirstFrame }
+        set { chunkSink.onFirstFrame = newValue }
+    }
 
-    init(loaded: LoadedPipeline, storage: URL, tuning: RecordingTuning, processor: FrameProcessor, logger: Logger) {
+    init(loaded: LoadedPipeline, storage: URL, tuning: RecordingTuning, frameTimeout: Double,
+         processor: FrameProcessor, logger: Logger) {
         self.loaded = loaded
         self.logger = logger
+        self.frameTimeout = frameTimeout
         let framePath = FramePath(sink: loaded.captureSink, source: loaded.processedSource, processor: processor)
         self.framePath = framePath
         chunkSink = ChunkSink(pipeline: loaded.pipeline, element: loaded.chunkSink, storage: storage, tuning: tuning,
@@ -46,6 +64,9 @@ final class RecordingSession {
     func start() throws {
         try chunkSink.install()
         framePath.start()
+        // A sink that waits for a first frame before the pipeline plays
+        // would wait forever: in a live pipeline frames only come once it plays.
+        for sink in loaded.extraSinks { sink.stopWaitingForPreroll() }
         loaded.pipeline.useRealtimeClock()
         busWatch = loaded.pipeline.watchBus { [weak self] message in self?.handle(message) }
         isRunning = true
@@ -57,6 +78,25 @@ final class RecordingSession {
             framePath.detach()
             throw GStreamerError("the pipeline \(loaded.template.file) could not start: \(reason)")
         }
+        startedUptimeNs = DispatchTime.now().uptimeNanoseconds
+        watchdog = MainLoop.every(min(1, frameTimeout / 4)) { [weak self] in self?.checkFrames() ?? false }
+    }
+
+    /// The frame watchdog: a source that stops sending frames without an
+    /// error (a hung USB camera, an RTSP sender gone quiet) is noticed here.
+    private func checkFrames() -> Bool {
+        // Returning false removes the timer: forget it so nothing cancels it twice.
+        guard isRunning, !stopping else { watchdog = nil; return false }
+        // Silent only when neither end moves: frames still captured while
+        // none reach the chunks yet is an encoder filling its look-ahead
+        // (a stuck encoder soon stops capture too, by back-pressure).
+        let recorded = chunkSink.lastFrameUptime
+        let latest = [recorded, framePath.lastCaptureUptime, startedUptimeNs].compactMap { $0 }.max() ?? startedUptimeNs
+        let silentNs = DispatchTime.now().uptimeNanoseconds - latest
+        guard Double(silentNs) / 1e9 >= frameTimeout else { return true }
+        watchdog = nil
+        onFailure?(.noFrames(seconds: frameTimeout, everFlowed: recorded != nil))
+        return false
     }
 
     private func handle(_ message: BusMessage) {
@@ -66,15 +106,18 @@ final class RecordingSession {
                 onChunkFinished?(chunk)
             }
             if stopping, chunkSink.isFinished { finishStop() }
+            if stopping, writerBroken, chunkSink.openCount <= 1 { abandonChunk() }
         case .error(let text, let debug, let noSpaceLeft):
             chunkSink.verifyBeforeFinalizing = true
             logger.debug("GStreamer debug for \(message.sourceName): \(debug ?? "-")")
+            if chunkSink.isWriter(message.sourcePointer) { writerBroken = true }
             guard !stopping else {
                 logger.warning("error while stopping, from \(message.sourceName): \(text)")
+                if writerBroken { abandonChunkSoon() }
                 return
             }
             let described = text + BusMessage.detail(debug)
-            onFailure?(noSpaceLeft ? .diskFull(message: described) : .pipelineError(element: message.sourceName, message: described))
+            onFailure?(noSpaceLeft ? .diskFull(message: described) : .pipelineError(element: message.sourceName, message: described, inWriter: writerBroken))
         case .warning(let text):
             logger.warning("\(message.sourceName): \(text)")
         case .endOfStream:
@@ -97,8 +140,13 @@ final class RecordingSession {
         }
         stopping = true
         stopCompletion = completion
+        watchdog?.cancel()
         if reachedEnd {
             finishStop()
+            return
+        }
+        if writerBroken {
+            abandonChunkSoon()
             return
         }
         chunkSink.markFinishing { [weak self] in
@@ -113,9 +161,28 @@ final class RecordingSession {
         }
     }
 
+    /// Abandons the broken chunk once the chunk before it, if still being
+    /// finalised after a split, is closed (with its own file sink it may
+    /// well finish), and after a short grace in any case.
+    private func abandonChunkSoon() {
+        guard chunkSink.openCount > 1 else { abandonChunk(); return }
+        stopTimer?.cancel()
+        stopTimer = MainLoop.after(2) { [weak self] in self?.abandonChunk() }
+    }
+
+    /// The chunk sink failed, so the end of stream can never reach its
+    /// file: stop now instead of waiting for it. The partial file keeps
+    /// what robust muxing wrote; the repair pass after the stop names it.
+    private func abandonChunk() {
+        guard isRunning else { return }
+        logger.notice("stopping without finishing the chunk being written; the repair pass keeps what reached the disk")
+        finishStop()
+    }
+
     private func finishStop() {
         guard isRunning else { return }
         isRunning = false
+        watchdog?.cancel()
         stopTimer?.cancel()
         busWatch?.remove()
         busWatch = nil

@@ -40,6 +40,8 @@ public struct RecorderConfig: Equatable, Sendable {
         public var videoFormat: VideoFormat
         public var chunkDurationMs: Int
         public var bufferMaxMB: Int
+        /// No frame for this long means the source froze: the chunk is finished and the source restarted.
+        public var frameTimeoutSeconds: Double = 5
 
         public var bufferMaxBytes: Int64 { Int64(bufferMaxMB) * 1024 * 1024 }
     }
@@ -131,6 +133,7 @@ public enum ConfigLoader {
         Key(name: "recording.video_format", kind: .string),
         Key(name: "recording.chunk_duration_ms", kind: .integer),
         Key(name: "recording.buffer_max_mb", kind: .integer),
+        Key(name: "recording.frame_timeout_s", kind: .number),
         Key(name: "privacy.face_blur", kind: .bool),
         Key(name: "privacy.model", kind: .path),
         Key(name: "privacy.mode", kind: .string),
@@ -220,6 +223,7 @@ public enum ConfigLoader {
         }
         let duration = try reader.integer("recording.chunk_duration_ms", default: 30_000, range: ConfigLimits.chunkDurationMs)
         let bufferMax = try reader.integer("recording.buffer_max_mb", default: 16_000, range: ConfigLimits.bufferMaxMB)
+        let frameTimeout = try reader.number("recording.frame_timeout_s", default: 5, range: 1...600)
         let faceBlur = try reader.bool("privacy.face_blur", default: true)
         // The model sits in ../models beside the config folder unless said otherwise.
         let model = try reader.path("privacy.model")
@@ -261,7 +265,7 @@ public enum ConfigLoader {
                           reconnectDelaySeconds: reconnect, announceChunks: announce,
                           maxUploadMB: maxUpload, uploadAttempts: uploadAttempts),
             recording: .init(pipeline: pipeline, storageDirectory: storage, videoFormat: format,
-                             chunkDurationMs: duration, bufferMaxMB: bufferMax),
+                             chunkDurationMs: duration, bufferMaxMB: bufferMax, frameTimeoutSeconds: frameTimeout),
             privacy: .init(faceBlur: faceBlur, model: model, mode: mode, threshold: threshold, margin: margin,
                            holdMs: holdMs, detectWidth: detectWidth, wholeEvery: wholeEvery, tileEvery: tileEvery,
                            followEvery: followEvery, maxLatencyMs: maxLatencyMs),

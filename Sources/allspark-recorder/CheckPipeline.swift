@@ -6,7 +6,7 @@ import RecorderCore
 struct CheckPipeline: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "check-pipeline",
-        abstract: "Check a pipeline description: syntax, installed elements and the blur_in/blur_out/chunks contract.",
+        abstract: "Check a pipeline description: syntax, installed elements, the blur_in/blur_out/chunks contract and the privacy boundary.",
         discussion: """
             Variables come from --config's [pipeline.vars] and from --set pipeline.vars.NAME=VALUE:
               allspark-recorder check-pipeline pipelines/v4l2.pipeline --set pipeline.vars.device=/dev/video0 \\
@@ -24,10 +24,20 @@ struct CheckPipeline: ParsableCommand {
     func run() throws {
         common.bootstrapLogging()
         var variables: [String: String] = [:]
+        // As `run` would: the privacy boundary is checked unless face blurring is off.
+        var faceBlur = true
         if let config {
             do {
-                variables = try ConfigLoader.load(file: config, overrides: common.overrides).pipelineVariables
+                let loaded = try ConfigLoader.load(file: config, overrides: common.overrides)
+                variables = loaded.pipelineVariables
+                faceBlur = loaded.privacy.faceBlur
             } catch { fail("\(error)") }
+        } else if let value = common.overrides.last(where: { $0.hasPrefix("privacy.face_blur=") }) {
+            switch value.dropFirst("privacy.face_blur=".count).lowercased() {
+            case "true", "yes", "on", "1": faceBlur = true
+            case "false", "no", "off", "0": faceBlur = false
+            default: fail("--set \(value): expected true or false")
+            }
         }
         for override in common.overrides where override.hasPrefix("pipeline.vars.") {
             let pair = override.dropFirst("pipeline.vars.".count).split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
@@ -35,8 +45,9 @@ struct CheckPipeline: ParsableCommand {
             variables[String(pair[0])] = String(pair[1])
         }
         do {
-            let loaded = try PipelineLoader.load(file: file, variables: variables)
-            print("\(file): OK — blur_in, blur_out and chunks found; \(loaded.template.description)")  // user-facing
+            let loaded = try PipelineLoader.load(file: file, variables: variables, privacyBoundary: faceBlur)
+            let boundary = faceBlur ? "every frame passes blur_in → blur_out" : "privacy boundary not checked (privacy.face_blur = false)"
+            print("\(file): OK — blur_in, blur_out and chunks found; \(boundary); \(loaded.template.description)")  // user-facing
         } catch {
             fail("\(error)")
         }

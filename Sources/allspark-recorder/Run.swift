@@ -57,12 +57,29 @@ struct Run: ParsableCommand {
         }
         let loop = MainLoop()
         var exitCode: Int32 = 0
+        // Only frames reaching the chunks count as recording: until then the
+        // user is told that the recorder waits for the source.
+        var said = ""
+        let say = { (text: String) in
+            guard text != said else { return }
+            said = text
+            FileHandle.standardError.write(Data("\(text)\n".utf8))
+        }
+        recorder.onStateChange = { state in
+            switch state {
+            case .recording:
+                say("Recording to \(configuration.recording.storageDirectory) — press Ctrl-C to stop.")
+            case .waitingForSource, .waitingToRetry:
+                if said.isEmpty { say("Waiting for the source (\(configuration.recording.pipeline)) — press Ctrl-C to stop.") }
+            case .stopped, .stopping:
+                break
+            }
+        }
         do {
             try recorder.start()
         } catch {
             fail("\(error)")
         }
-        FileHandle.standardError.write(Data("Recording to \(configuration.recording.storageDirectory) — press Ctrl-C to stop.\n".utf8))
         let link = makeServerLink(configuration, recorder: recorder, logger: logger)
         link?.start()
         let discovery = startDiscovery(configuration, link: link)
@@ -102,6 +119,12 @@ struct Run: ParsableCommand {
         let stats = recorder.frameStatistics
         logger.notice("stopped: \(stats.captured) frames captured, \(stats.recorded) recorded; \(recorder.catalog.all.count) chunks in \(configuration.recording.storageDirectory)")
         if recorder.state != .stopped { exitCode = 1 }
+        // A timed run is a check that recording works: nothing recorded is a failure, with the reason.
+        if let duration, recorder.chunksRecorded == 0 {
+            let reason = recorder.lastProblem ?? "no frame reached the chunks (waiting for the source)"
+            logger.error("recorded nothing in \(String(format: "%g", duration)) s: \(reason)")
+            exitCode = 1
+        }
         if exitCode != 0 { throw ExitCode(exitCode) }
     }
 }

@@ -10,7 +10,7 @@ final class PipelineLoaderTests: XCTestCase {
 
     func testShippedPipelinesSatisfyTheContract() throws {
         for name in ["test", "v4l2", "file"] {
-            let loaded = try PipelineLoader.load(file: repoPath("pipelines/\(name).pipeline"), variables: vars)
+            let loaded = try PipelineLoader.load(file: repoPath("pipelines/\(name).pipeline"), variables: vars, privacyBoundary: true)
             XCTAssertEqual(loaded.captureSink.element.factoryName, "appsink", name)
             XCTAssertEqual(loaded.processedSource.element.factoryName, "appsrc", name)
             XCTAssertEqual(loaded.chunkSink.factoryName, "splitmuxsink", name)
@@ -26,7 +26,7 @@ final class PipelineLoaderTests: XCTestCase {
 
     func assertFails(_ text: String, line: Int?, contains fragments: [String], file: StaticString = #filePath, sourceLine: UInt = #line) throws {
         let (dir, path) = try write(text)
-        XCTAssertThrowsError(try PipelineLoader.load(file: path, variables: vars), file: file, line: sourceLine) { error in
+        XCTAssertThrowsError(try PipelineLoader.load(file: path, variables: vars, privacyBoundary: true), file: file, line: sourceLine) { error in
             let message = "\(error)"
             XCTAssertTrue(message.hasPrefix(line.map { "\(path):\($0): " } ?? "\(path): "), message, file: file, line: sourceLine)
             for fragment in fragments {
@@ -88,5 +88,52 @@ final class PipelineLoaderTests: XCTestCase {
         XCTAssertNotEqual(missingVar.status, 0)
         XCTAssertTrue(missingVar.output.contains("test.pipeline:9: unknown variable ${width}"), missingVar.output)
         _ = dir
+    }
+
+    // MARK: The privacy boundary (issue 10, item 7)
+
+    /// A tee before blur_in whose second branch joins the encoder through a
+    /// funnel: raw frames reach `chunks` without the privacy stage.
+    let teeIntoChunks = """
+        videotestsrc is-live=true
+          ! video/x-raw,format=I420,width=320,height=240,framerate=30/1
+          ! tee name=split
+        split. ! queue ! appsink name=blur_in
+        split. ! queue ! join.
+        appsrc name=blur_out
+          ! funnel name=join
+          ! videoconvert ! x264enc tune=zerolatency
+          ! h264parse
+          ! splitmuxsink name=chunks
+        """
+
+    func testABranchAroundThePrivacyStageIsRefusedNamingTheElementAndLine() throws {
+        try assertFails(teeIntoChunks, line: 3,
+                        contains: ["privacy: 'chunks' gets frames from 'videotestsrc", "remove the branch at 'split'",
+                                   "→ split → queue"])
+        // Any other sink fed by the capture part leaks just as well (a stream, a file).
+        let teeToNetwork = good.replacingOccurrences(of: "! appsink name=blur_in", with: """
+              ! tee name=t ! queue ! appsink name=blur_in
+            t. ! queue ! videoconvert ! jpegenc ! udpsink host=127.0.0.1 port=5999
+            """)
+        try assertFails(teeToNetwork, line: 3, contains: ["privacy: 'udpsink0' gets frames from 'videotestsrc", "remove the branch at 't'"])
+        // A second source straight into the encoder, bypassing blur_in altogether.
+        let secondSource = good.replacingOccurrences(of: "appsrc name=blur_out", with: """
+            videotestsrc name=sneaky ! f.
+            appsrc name=blur_out ! funnel name=f
+            """)
+        try assertFails(secondSource, line: 4, contains: ["privacy: 'chunks' gets frames from 'sneaky'", "remove the branch at 'sneaky'"])
+    }
+
+    func testThePrivacyBoundaryAllowsBranchesAfterBlurOutAndIsOffWithoutBlur() throws {
+        // Streaming what was blurred is fine: the branch is after blur_out.
+        let (dir, path) = try write(good.replacingOccurrences(of: "appsrc name=blur_out", with: "appsrc name=blur_out ! tee name=t ! queue")
+                                    + "\nt. ! queue ! fakesink")
+        let loaded = try PipelineLoader.load(file: path, variables: vars, privacyBoundary: true)
+        XCTAssertEqual(loaded.extraSinks.map(\.factoryName), ["fakesink"])
+        // face_blur = false records what the camera sees anyway: no boundary to keep.
+        let (leakDir, leak) = try write(teeIntoChunks)
+        XCTAssertNoThrow(try PipelineLoader.load(file: leak, variables: vars, privacyBoundary: false))
+        _ = (dir, leakDir)
     }
 }
