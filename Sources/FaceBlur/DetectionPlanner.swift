@@ -93,6 +93,8 @@ struct DetectionPlanner {
         var keepAspect: Bool
         /// Whole frame and tiles: the area's block means on this frame (its new reference).
         var reference: [UInt8] = []
+        /// The camera's travel at this frame (scene = frame pixels + travel).
+        var travel = Travel()
         static func == (a: Pass, b: Pass) -> Bool {
             a.kind == b.kind && a.frame == b.frame && a.region == b.region && a.input == b.input && a.keepAspect == b.keepAspect
         }
@@ -102,6 +104,16 @@ struct DetectionPlanner {
         var index: Int
         var time: UInt64
         var blocks: [UInt8]
+        var travel = Travel()
+    }
+
+    /// How far the camera has moved since the recording started, in frame
+    /// pixels (see `CameraMotion`): a point of the scene seen at p in a frame
+    /// has scene coordinates p + travel. The tracker works in scene coordinates.
+    struct Travel: Equatable {
+        var x = 0.0, y = 0.0
+        func toScene(_ r: FaceRect) -> FaceRect { FaceRect(x: r.x + x, y: r.y + y, width: r.width, height: r.height) }
+        func toFrame(_ r: FaceRect) -> FaceRect { FaceRect(x: r.x - x, y: r.y - y, width: r.width, height: r.height) }
     }
 
     /// The whole frame or one tile, and what it looked like when last searched.
@@ -138,6 +150,11 @@ struct DetectionPlanner {
     private(set) var draining = false
     /// Passes being run (several detection threads): not offered again until recorded.
     private(set) var inFlight: [Kind] = []
+    private let cameraMotion: CameraMotion
+    /// The latest frame's blocks and travel, and the camera's latest speed (pixels per frame).
+    private var lastBlocks: [UInt8]?
+    private var travel = Travel()
+    private(set) var cameraSpeed = 0.0
 
     init(settings: Settings, tracker: FaceTracker, width: Int, height: Int) {
         self.settings = settings
@@ -145,6 +162,7 @@ struct DetectionPlanner {
         self.width = width
         self.height = height
         blocksPerRow = (width + Self.block - 1) / Self.block
+        cameraMotion = CameraMotion(columns: blocksPerRow, rows: (height + Self.block - 1) / Self.block)
         areas.append(Self.area(FaceRect(x: 0, y: 0, width: Double(width), height: Double(height)), width: width, height: height))
         if settings.tileEvery > 0 {
             for rect in Self.tiles(width: width, height: height, tileWidth: settings.tileWidth, tileHeight: settings.tileHeight) {
@@ -195,7 +213,14 @@ struct DetectionPlanner {
 
     /// A new frame entered the delay line.
     mutating func add(index: Int, time: UInt64, blocks: [UInt8]) {
-        let frame = Frame(index: index, time: time, blocks: blocks)
+        if let last = lastBlocks {
+            let shift = cameraMotion.shift(from: last, to: blocks)
+            travel.x -= shift.dx
+            travel.y -= shift.dy
+            cameraSpeed = (shift.dx * shift.dx + shift.dy * shift.dy).squareRoot()
+        }
+        lastBlocks = blocks
+        let frame = Frame(index: index, time: time, blocks: blocks, travel: travel)
         frames.append(frame)
         for i in areas.indices where areas[i].dirtySince == nil && changed(i, frame) {
             areas[i].dirtySince = index
@@ -248,6 +273,12 @@ struct DetectionPlanner {
         let a = areas[i]
         guard let last = a.lastSearch else { return false }
         return last >= index || (a.dirtySince ?? Int.max) > index
+    }
+
+    /// The face regions to hide in held frame `index`, in its pixels.
+    func regions(forFrame index: Int) -> [FaceRect] {
+        guard let frame = frame(index) else { return [] }
+        return tracker.regions(at: frame.time).map(frame.travel.toFrame)
     }
 
     /// Whether frame `index` has been searched enough to leave the delay line.
@@ -361,9 +392,10 @@ struct DetectionPlanner {
                     ? Pass(kind: .whole, frame: t, time: frame.time, region: area.rect,
                            input: FaceDetector.inputSize(forRegionWidth: width, height: height,
                                                          inputWidth: min(settings.wholeWidth, ((width + 31) / 32) * 32)),
-                           keepAspect: false, reference: reference)
+                           keepAspect: false, reference: reference, travel: frame.travel)
                     : Pass(kind: .tile(i), frame: t, time: frame.time, region: area.rect,
-                           input: (settings.tileWidth, settings.tileHeight), keepAspect: true, reference: reference)
+                           input: (settings.tileWidth, settings.tileHeight), keepAspect: true, reference: reference,
+                           travel: frame.travel)
             }
         }
         return best?.pass
@@ -380,7 +412,8 @@ struct DetectionPlanner {
         let (a, b) = (list[list.count - 2], list[list.count - 1])
         let frames = max(1, Double(b.time - a.time) / Double(frameSpan))
         let dx = b.rect.center.x - a.rect.center.x, dy = b.rect.center.y - a.rect.center.y
-        let perFrame = (dx * dx + dy * dy).squareRoot() / frames
+        // The face's own motion in the scene, and a quarter of the camera's (its estimate may be off).
+        let perFrame = (dx * dx + dy * dy).squareRoot() / frames + 0.25 * cameraSpeed
         let size = min(b.rect.width, b.rect.height)
         guard perFrame > 0 else { return settings.followEvery }
         return max(2, min(settings.followEvery, Int(0.5 * size / perFrame)))
@@ -388,7 +421,8 @@ struct DetectionPlanner {
 
     /// A search around track `id`'s expected place on frame `index`.
     private func followPass(_ id: Int, frame index: Int, backwards: Bool, misses: Int) -> Pass? {
-        guard let frame = frame(index), let box = tracker.predicted(id, at: frame.time) else { return nil }
+        guard let frame = frame(index), let scene = tracker.predicted(id, at: frame.time) else { return nil }
+        let box = frame.travel.toFrame(scene)
         let side = max(48, settings.followScale * max(box.width, box.height) * (1 + 0.5 * Double(misses)))
         var x = box.center.x - side / 2, y = box.center.y - side / 2
         var w = side, h = side
@@ -398,7 +432,7 @@ struct DetectionPlanner {
         if h > Double(height) { y = 0; h = Double(height) }
         let region = FaceRect(x: x.rounded(.down), y: y.rounded(.down), width: w.rounded(.up), height: h.rounded(.up))
         return Pass(kind: .follow(track: id, backwards: backwards), frame: index, time: frame.time, region: region,
-                    input: (settings.followInput, settings.followInput), keepAspect: true)
+                    input: (settings.followInput, settings.followInput), keepAspect: true, travel: frame.travel)
     }
 
     /// A detection thread took `pass`.
@@ -412,6 +446,7 @@ struct DetectionPlanner {
         if let i = inFlight.firstIndex(of: pass.kind) { inFlight.remove(at: i) }
         let frame = (index: pass.frame, time: pass.time)
         let faces = found.filter { !Self.touchesInnerEdge($0, of: pass.region, width: width, height: height) }
+            .map(pass.travel.toScene)
         switch pass.kind {
         case .whole, .tile:
             let i: Int

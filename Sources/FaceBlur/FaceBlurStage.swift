@@ -19,10 +19,10 @@ public struct FaceBlurSettings: Equatable, Sendable {
     public var detectWidth = 640
     /// Frames between whole-frame passes while the picture changes (a frame
     /// waits for the next one, so with `tileEvery` this sets the delay).
-    public var wholeEvery = 8
+    public var wholeEvery = 16
     /// Frames between full-resolution passes over a tile while it changes
     /// (0: no tiles).
-    public var tileEvery = 32
+    public var tileEvery = 48
     /// Frames between searches around a face being followed, at most
     /// (faces fast for their size are searched for more often).
     public var followEvery = 8
@@ -34,7 +34,7 @@ public struct FaceBlurSettings: Equatable, Sendable {
     /// than the search cycle (`tileEvery` frames and the passes themselves),
     /// so that the detector is late only when the machine cannot keep up;
     /// then the frame leaves with what no search confirmed hidden.
-    public var maxLatencyNs: UInt64 = 2_000_000_000
+    public var maxLatencyNs: UInt64 = 2_500_000_000
     /// What a frame leaving unconfirmed has hidden: cells of this fraction
     /// of the frame height (a fixed grid, multiples of the 8-pixel change
     /// blocks) wherever it changed since the part around it was last searched.
@@ -62,7 +62,6 @@ public struct FaceBlurSettings: Equatable, Sendable {
     public init(modelPath: String, offline: Bool = false) {
         self.modelPath = modelPath
         if offline {
-            wholeEvery = 16
             tileEvery = 64
             maxQueuedFrames = 80
         }
@@ -316,7 +315,7 @@ public final class FaceBlurStage: FrameProcessor {
                 ready.append((first.sample, .blackOut))
                 continue
             }
-            let faces = planner.tracker.regions(at: first.time)
+            let faces = planner.regions(forFrame: first.index)
             if !faces.isEmpty { countersStorage.framesWithFaces += 1 }
             var unconfirmed: [FaceRect] = []
             let cell = unconfirmedCell(height: first.height)

@@ -243,7 +243,7 @@ public enum ConfigLoader {
         let wholeEvery = reader.has("privacy.whole_every") ? try reader.integer("privacy.whole_every", default: 0, range: 1...120) : nil
         let tileEvery = reader.has("privacy.tile_every") ? try reader.integer("privacy.tile_every", default: 0, range: 0...240) : nil
         let followEvery = try reader.integer("privacy.follow_every", default: 8, range: 1...30)
-        let maxLatencyMs = try reader.integer("privacy.max_latency_ms", default: 2000, range: 50...10_000)
+        let maxLatencyMs = try reader.integer("privacy.max_latency_ms", default: 2500, range: 50...10_000)
         if deviceName.trimmingCharacters(in: .whitespaces).isEmpty {
             throw ConfigError("\(reader.origin("device.name")): device.name must not be empty (leave it out to use the host name)")
         }
