@@ -20,6 +20,9 @@ import sys
 
 import numpy as np
 
+import live_faces  # the judge's measures, shared with the live benchmark
+from live_faces import cover, iou
+
 W, H, FPS, SECONDS = 1280, 720, 30, 10
 N = FPS * SECONDS
 
@@ -82,7 +85,7 @@ def make(assets, out_raw, out_truth):
                 boxes.append([fx, fy, bw * s, fh])
             # A face mostly covered by a later person is not in the picture.
             for k, box in enumerate(boxes):
-                covered = max([iou_area(box, c) for c in crops[k + 1:]] + [0])
+                covered = max([cover(box, c) for c in crops[k + 1:]] + [0])
                 if covered > 0.3:
                     boxes[k] = None
             f.write(frame.tobytes())
@@ -92,40 +95,12 @@ def make(assets, out_raw, out_truth):
     json.dump({"width": W, "height": H, "fps": FPS, "faces": truth}, open(out_truth, "w"))
 
 
-def iou_area(box, rect):
-    """Fraction of box covered by rect."""
-    bx, by, bw, bh = box
-    rx, ry, rw, rh = rect
-    ix = max(0, min(bx + bw, rx + rw) - max(bx, rx))
-    iy = max(0, min(by + bh, ry + rh) - max(by, ry))
-    return ix * iy / (bw * bh)
-
-
 def frames(path):
-    size = W * H * 3 // 2
-    data = np.fromfile(path, dtype=np.uint8)
-    count = len(data) // size
-    return [data[i * size:i * size + W * H].reshape(H, W) for i in range(count)]
+    return live_faces.frames(path, W, H)
 
 
 def detail(y, box):
-    x, yy, w, h = box
-    x0, y0 = max(0, int(math.ceil(x))), max(0, int(math.ceil(yy)))
-    x1, y1 = min(W - 1, int(x + w)), min(H - 1, int(yy + h))
-    if x1 <= x0 or y1 <= y0:
-        return None, 0
-    r = y[y0:y1 + 1, x0:x1 + 1].astype(np.int32)
-    d = np.abs(np.diff(r, axis=1))[:-1, :] + np.abs(np.diff(r, axis=0))[:, :-1]
-    return float(d.mean()), (x1 - x0) * (y1 - y0)
-
-
-def iou(a, b):
-    ax, ay, aw, ah = a
-    bx, by, bw, bh = b
-    ix = max(0, min(ax + aw, bx + bw) - max(ax, bx))
-    iy = max(0, min(ay + ah, by + bh) - max(ay, by))
-    i = ix * iy
-    return i / (aw * ah + bw * bh - i) if i > 0 else 0
+    return live_faces.detail(y, box, W, H)
 
 
 def judge(raw_in, raw_out, truth_path):

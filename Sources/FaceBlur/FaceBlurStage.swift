@@ -310,18 +310,19 @@ public final class FaceBlurStage: FrameProcessor {
             let waitedTooLong = realTime && now - first.arrival > settings.maxLatencyNs
             guard settled || waitedTooLong || force || failure != nil else { break }
             queue.removeFirst()
-            guard failure == nil, let planner else {
+            // (`planner!` below, not a local copy: a copy would make removing the oldest frame copy the delay line.)
+            guard failure == nil, planner != nil else {
                 countersStorage.blackedOut += 1
                 ready.append((first.sample, .blackOut))
                 continue
             }
-            let faces = planner.regions(forFrame: first.index)
+            let faces = planner!.regions(forFrame: first.index)
             if !faces.isEmpty { countersStorage.framesWithFaces += 1 }
             var unconfirmed: [FaceRect] = []
             let cell = unconfirmedCell(height: first.height)
             if !settled {
                 // Late (or the end of the stream): hide what no search vouches for, not the whole frame.
-                unconfirmed = planner.unconfirmedCells(first.index, cell: cell)
+                unconfirmed = planner!.unconfirmedCells(first.index, cell: cell)
                 countersStorage.late += 1
                 let area = unconfirmed.reduce(0) { $0 + $1.width * $1.height } / Double(max(1, first.width * first.height))
                 countersStorage.unconfirmedArea += area
@@ -332,7 +333,7 @@ public final class FaceBlurStage: FrameProcessor {
             }
             if logger.logLevel <= .trace { logger.trace("frame at \(first.time / 1_000_000) ms: hiding \(faces), \(unconfirmed.count) unconfirmed runs") }
             ready.append((first.sample, .hide(faces: faces, unconfirmed: unconfirmed, cell: cell)))
-            if planner.oldest?.index == first.index { self.planner?.removeOldest() }
+            if planner!.oldest?.index == first.index { planner!.removeOldest() }
         }
         return ready
     }
