@@ -50,6 +50,9 @@ final class ChunkSink {
     private var formats: [UnsafeMutableRawPointer: VideoFormat] = [:]
     /// Fragments being written, by partial path.
     private var open: [String: OpenFragment] = [:]
+    /// The fragment named last (the one frames go to now); nil when its file
+    /// could not be created. Any other open fragment is still being finalised.
+    private var writing: String?
     private var generation = 1
 
     struct OpenFragment {
@@ -103,6 +106,16 @@ final class ChunkSink {
     /// Runs once, on the main loop, when the first frame reaches the chunk
     /// sink. Set it before the pipeline starts: the streaming thread reads it.
     var onFirstFrame: (() -> Void)?
+    /// Why the latest chunk's file could not be created, until `handle` reports it.
+    private var creationFailure: StorageError?
+
+    /// What `handle` makes of a bus message from the chunk sink.
+    enum Event {
+        case finished(FinishedChunk)
+        /// The next chunk's file could not be created (a read-only or full
+        /// folder): a writer failure the bus itself never reports.
+        case cannotCreate(message: String, noSpaceLeft: Bool)
+    }
 
     private func frameArrived() {
         let now = DispatchTime.now().uptimeNanoseconds
@@ -177,33 +190,65 @@ final class ChunkSink {
         }
         var startMs = Int64(startNs / 1_000_000)
         let format = lock.withLock { formats[sink] ?? activeFormat }
-        // filesink opens its location following links: create the file first, exclusively,
-        // so a link planted under the expected name is never written through. If the name
-        // is taken, a name a millisecond later is as good (the catalog keeps the exact start).
-        let folder = StorageFolder(storage)
-        var created = false
-        for _ in 0..<5 where !created {
-            do {
-                try folder.createNew(ChunkName.partial(startMs: startMs, format: format))
-                created = true
-            } catch {
-                logger.warning("\(error); naming the chunk a millisecond later")
-                startMs += 1
+        switch createPartialFile(startMs: startMs, format: format) {
+        case .success(let createdMs):
+            startMs = createdMs
+        case .failure(let error):
+            logger.error("cannot create a chunk file in \(storage.path): \(error); the chunk sink cannot write")
+            // splitmuxsink needs some location; what it writes there is lost, so this is
+            // a writer failure like one on the bus. It is reported when the fragment-opened
+            // message for it arrives, not from here: stopping the pipeline while
+            // splitmuxsink is still switching fragments deadlocks it.
+            lock.withLock {
+                writing = nil
+                creationFailure = error
             }
-        }
-        guard created else {
-            logger.error("cannot create a chunk file in \(storage.path); this chunk's video is discarded")
-            return "/dev/null"
+            return Self.discardedLocation
         }
         let path = storage.appendingPathComponent(ChunkName.partial(startMs: startMs, format: format)).path
-        lock.withLock { open[path] = OpenFragment(startNs: startNs, startMs: startMs, format: format, sink: sink) }
+        lock.withLock {
+            open[path] = OpenFragment(startNs: startNs, startMs: startMs, format: format, sink: sink)
+            writing = path
+        }
         return path
     }
 
-    /// Handles splitmuxsink's element messages; returns a finished chunk if one closed.
-    func handle(_ message: BusMessage) -> FinishedChunk? {
-        guard case .element(let name) = message.kind, name == "splitmuxsink-fragment-closed",
-              let location = message.strings["location"], let runningTime = message.times["running-time"] else { return nil }
+    /// Where a chunk goes whose file could not be created.
+    static let discardedLocation = "/dev/null"
+
+    /// Creates a chunk's partial file, exclusively: filesink opens its location
+    /// following links, so a link planted under the expected name is never
+    /// written through. If the name is taken, a name a millisecond later is as
+    /// good (the catalog keeps the exact start). Returns the start in the name.
+    private func createPartialFile(startMs: Int64, format: VideoFormat) -> Result<Int64, StorageError> {
+        let folder = StorageFolder(storage)
+        var startMs = startMs
+        for _ in 0..<5 {
+            do {
+                try folder.createNew(ChunkName.partial(startMs: startMs, format: format))
+                return .success(startMs)
+            } catch let error as StorageError where error.code == EEXIST {
+                logger.warning("\(error); naming the chunk a millisecond later")
+                startMs += 1
+            } catch {
+                // Another name does not help on a read-only, full or vanished folder.
+                return .failure(error as? StorageError ?? StorageError("\(error)"))
+            }
+        }
+        return .failure(StorageError("every name near \(ChunkName.partial(startMs: startMs, format: format)) is taken", code: EEXIST))
+    }
+
+    /// Handles splitmuxsink's element messages: a chunk closed, or one whose file could not be created started.
+    func handle(_ message: BusMessage) -> Event? {
+        guard case .element(let name) = message.kind, let location = message.strings["location"] else { return nil }
+        if location == Self.discardedLocation {
+            guard name == "splitmuxsink-fragment-opened", let error = lock.withLock({ () -> StorageError? in
+                defer { creationFailure = nil }
+                return creationFailure
+            }) else { return nil }
+            return .cannotCreate(message: error.description, noSpaceLeft: error.code == ENOSPC || error.code == EDQUOT)
+        }
+        guard name == "splitmuxsink-fragment-closed", let runningTime = message.times["running-time"] else { return nil }
         // How the sink ended (if it did) decides whether this is its last chunk; see `Ending`.
         let (fragment, ending) = lock.withLock { () -> (OpenFragment?, Ending?) in
             guard let fragment = open.removeValue(forKey: location) else { return (nil, nil) }
@@ -231,7 +276,7 @@ final class ChunkSink {
         let endNs = UInt64(pipeline.baseTime) + endRunningTime
         let finished = finalize(fragment: fragment, partialPath: location, endNs: endNs, stats: stats)
         if isLast { retireIfDone(fragment.sink) }
-        return finished
+        return finished.map { .finished($0) }
     }
 
     /// Set after a pipeline error: chunks closed afterwards may be cut short
@@ -299,9 +344,12 @@ final class ChunkSink {
         }
     }
 
-    /// Chunks opened and not yet closed (the one being written, and one
-    /// still being finalised after a split).
-    var openCount: Int { lock.withLock { open.count } }
+    /// Chunks opened and not yet closed other than the one frames go to now:
+    /// those still being finalised after a split, which may well finish
+    /// when the chunk being written cannot.
+    var finishingCount: Int {
+        lock.withLock { open.count - (writing.map { open[$0] == nil ? 0 : 1 } ?? 0) }
+    }
 
     /// True when the stream has ended and its last chunk is closed.
     var isFinished: Bool { lock.withLock { inputEnded && open.isEmpty } }

@@ -213,6 +213,10 @@ public final class Recorder {
             if self.session === session { self.session = nil }
             // Anything the pipeline could not finish is repaired now, not at the next boot.
             self.catalog.reconcile(probe: { MediaProbe.duration(of: $0) })
+            // A chunk abandoned on a full disk comes back through the repair, not as a
+            // finished chunk: it counts toward the buffer and the free-space reserve
+            // now, or each retry's repaired chunk fills the room the last one freed.
+            self.enforceRetention()
             completion()
         }
     }

@@ -102,11 +102,16 @@ final class RecordingSession {
     private func handle(_ message: BusMessage) {
         switch message.kind {
         case .element:
-            if let chunk = chunkSink.handle(message) {
+            switch chunkSink.handle(message) {
+            case .finished(let chunk)?:
                 onChunkFinished?(chunk)
+            case .cannotCreate(let text, let noSpaceLeft)?:
+                writerFailed(message: text, noSpaceLeft: noSpaceLeft)
+            case nil:
+                break
             }
             if stopping, chunkSink.isFinished { finishStop() }
-            if stopping, writerBroken, chunkSink.openCount <= 1 { abandonChunk() }
+            if stopping, writerBroken, chunkSink.finishingCount == 0 { abandonChunk() }
         case .error(let text, let debug, let noSpaceLeft):
             chunkSink.verifyBeforeFinalizing = true
             logger.debug("GStreamer debug for \(message.sourceName): \(debug ?? "-")")
@@ -127,6 +132,21 @@ final class RecordingSession {
         default:
             break
         }
+    }
+
+    /// The chunk sink could not create its next chunk's file: the same as a
+    /// write error from the sink on the bus, which never comes for it.
+    private func writerFailed(message: String, noSpaceLeft: Bool) {
+        guard isRunning else { return }
+        chunkSink.verifyBeforeFinalizing = true
+        writerBroken = true
+        guard !stopping else {
+            logger.warning("error while stopping, from the chunk sink: \(message)")
+            abandonChunkSoon()
+            return
+        }
+        onFailure?(noSpaceLeft ? .diskFull(message: message)
+                               : .pipelineError(element: PipelineTemplate.Contract.chunkSink, message: message, inWriter: true))
     }
 
     /// Finishes the chunk being written (every frame already accepted goes
@@ -165,7 +185,7 @@ final class RecordingSession {
     /// finalised after a split, is closed (with its own file sink it may
     /// well finish), and after a short grace in any case.
     private func abandonChunkSoon() {
-        guard chunkSink.openCount > 1 else { abandonChunk(); return }
+        guard chunkSink.finishingCount > 0 else { abandonChunk(); return }
         stopTimer?.cancel()
         stopTimer = MainLoop.after(2) { [weak self] in self?.abandonChunk() }
     }

@@ -6,7 +6,13 @@ import Glibc
 /// A file name or file in the storage folder that cannot be used, with the reason.
 public struct StorageError: Error, CustomStringConvertible, Equatable {
     public var description: String
-    public init(_ description: String) { self.description = description }
+    /// The system's error number when a system call failed, so callers can
+    /// tell a taken name (`EEXIST`) from a full (`ENOSPC`) or read-only disk.
+    public var code: Int32?
+    public init(_ description: String, code: Int32? = nil) {
+        self.description = description
+        self.code = code
+    }
 }
 
 /// A file opened for reading after it was checked to be a plain file (not
@@ -187,8 +193,9 @@ public struct StorageFolder: Sendable {
         let path = try path(name)
         let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
         guard fd >= 0 else {
-            let reason = errno == EEXIST ? "something of that name is already there" : String(cString: strerror(errno))
-            throw StorageError("cannot create \(Self.printable(name)) in \(directory.path): \(reason)")
+            let code = errno
+            let reason = code == EEXIST ? "something of that name is already there" : String(cString: strerror(code))
+            throw StorageError("cannot create \(Self.printable(name)) in \(directory.path): \(reason)", code: code)
         }
         close(fd)
     }
