@@ -21,7 +21,7 @@ import sys
 import numpy as np
 
 import live_faces  # the judge's measures, shared with the live benchmark
-from live_faces import cover, iou
+from live_faces import cover, iou, paste
 
 W, H, FPS, SECONDS = 1280, 720, 30, 10
 N = FPS * SECONDS
@@ -39,12 +39,6 @@ def scaled(img, s):
     return img[ys][:, xs]
 
 
-def paste(frame, img, x, y):
-    h, w = img.shape
-    x0, y0 = max(0, x), max(0, y)
-    x1, y1 = min(frame.shape[1], x + w), min(frame.shape[0], y + h)
-    if x1 > x0 and y1 > y0:
-        frame[y0:y1, x0:x1] = img[y0 - y:y1 - y, x0 - x:x1 - x]
 
 
 def make(assets, out_raw, out_truth):

@@ -20,8 +20,8 @@ import Foundation
 /// change, a flat picture); otherwise it is no motion, and the tracker
 /// falls back on each face's own motion, as without this estimate.
 ///
-/// Pure value logic, cheap (well under a millisecond at 720p); the planner
-/// runs it for each frame as it arrives.
+/// Pure value logic, about a millisecond at 720p; the stage runs it on the
+/// streaming thread for each frame as it arrives, outside its lock.
 struct CameraMotion {
     let columns: Int, rows: Int
     static let block = DetectionPlanner.block
@@ -32,6 +32,16 @@ struct CameraMotion {
     /// ... and at least this share of the blocks must have changed (by `changed` levels).
     static let movedShare = 0.5
     static let changed: Float = 6
+
+    init(columns: Int, rows: Int) {
+        self.columns = columns
+        self.rows = rows
+    }
+
+    /// For frames of this size (the block grid `PlaneEditor.blockMeans` makes).
+    init(frameWidth width: Int, height: Int) {
+        self.init(columns: (width + Self.block - 1) / Self.block, rows: (height + Self.block - 1) / Self.block)
+    }
 
     /// Translation in pixels (dx, dy): content at p in `previous` is at p + (dx, dy) in `current`.
     func shift(from previous: [UInt8], to current: [UInt8]) -> (dx: Double, dy: Double) {
@@ -45,7 +55,7 @@ struct CameraMotion {
         var best = (dx: 0, dy: 0, cost: Double.infinity)
         for dy in -Self.maxCells...Self.maxCells {
             for dx in -Self.maxCells...Self.maxCells {
-                let cost = difference(ca, cb, columns: cc, rows: cr, dx: dx, dy: dy, step: 1)
+                let cost = difference(ca, cb, columns: cc, rows: cr, dx: dx, dy: dy)
                 if cost < best.cost { best = (dx, dy, cost) }
             }
         }
@@ -56,7 +66,7 @@ struct CameraMotion {
         func cost(_ dx: Int, _ dy: Int) -> Double {
             let key = (dy + 1000) * 4000 + dx + 1000
             if let c = costs[key] { return c }
-            let c = difference(a, b, columns: columns, rows: rows, dx: dx, dy: dy, step: 1)
+            let c = difference(a, b, columns: columns, rows: rows, dx: dx, dy: dy)
             costs[key] = c
             return c
         }
@@ -96,19 +106,19 @@ struct CameraMotion {
 
     /// Mean absolute difference between `a` at p and `b` at p + (dx, dy),
     /// over the overlap; infinity when it is under half the grid.
-    private func difference(_ a: [Float], _ b: [Float], columns: Int, rows: Int, dx: Int, dy: Int, step: Int) -> Double {
+    private func difference(_ a: [Float], _ b: [Float], columns: Int, rows: Int, dx: Int, dy: Int) -> Double {
         let x0 = max(0, -dx), x1 = min(columns, columns - dx)
         let y0 = max(0, -dy), y1 = min(rows, rows - dy)
         guard x1 > x0, y1 > y0, (x1 - x0) * (y1 - y0) * 2 >= columns * rows else { return .infinity }
         var sum: Float = 0
         a.withUnsafeBufferPointer { a in
             b.withUnsafeBufferPointer { b in
-                for y in stride(from: y0, to: y1, by: step) {
+                for y in y0..<y1 {
                     let ra = y * columns, rb = (y + dy) * columns + dx
                     for x in x0..<x1 { sum += abs(a[ra + x] - b[rb + x]) }
                 }
             }
         }
-        return Double(sum) / Double((x1 - x0) * ((y1 - y0 + step - 1) / step))
+        return Double(sum) / Double((x1 - x0) * (y1 - y0))
     }
 }

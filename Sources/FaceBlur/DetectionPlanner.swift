@@ -150,9 +150,7 @@ struct DetectionPlanner {
     private(set) var draining = false
     /// Passes being run (several detection threads): not offered again until recorded.
     private(set) var inFlight: [Kind] = []
-    private let cameraMotion: CameraMotion
-    /// The latest frame's blocks and travel, and the camera's latest speed (pixels per frame).
-    private var lastBlocks: [UInt8]?
+    /// The camera's travel at the latest frame, and its latest speed (pixels per frame).
     private var travel = Travel()
     private(set) var cameraSpeed = 0.0
 
@@ -162,7 +160,6 @@ struct DetectionPlanner {
         self.width = width
         self.height = height
         blocksPerRow = (width + Self.block - 1) / Self.block
-        cameraMotion = CameraMotion(columns: blocksPerRow, rows: (height + Self.block - 1) / Self.block)
         areas.append(Self.area(FaceRect(x: 0, y: 0, width: Double(width), height: Double(height)), width: width, height: height))
         if settings.tileEvery > 0 {
             for rect in Self.tiles(width: width, height: height, tileWidth: settings.tileWidth, tileHeight: settings.tileHeight) {
@@ -211,15 +208,12 @@ struct DetectionPlanner {
 
     // MARK: Frames in and out
 
-    /// A new frame entered the delay line.
-    mutating func add(index: Int, time: UInt64, blocks: [UInt8]) {
-        if let last = lastBlocks {
-            let shift = cameraMotion.shift(from: last, to: blocks)
-            travel.x -= shift.dx
-            travel.y -= shift.dy
-            cameraSpeed = (shift.dx * shift.dx + shift.dy * shift.dy).squareRoot()
-        }
-        lastBlocks = blocks
+    /// A new frame entered the delay line; the picture moved by `cameraShift`
+    /// since the previous one (`CameraMotion`, measured by the stage).
+    mutating func add(index: Int, time: UInt64, blocks: [UInt8], cameraShift: (dx: Double, dy: Double) = (0, 0)) {
+        travel.x -= cameraShift.dx
+        travel.y -= cameraShift.dy
+        cameraSpeed = (cameraShift.dx * cameraShift.dx + cameraShift.dy * cameraShift.dy).squareRoot()
         let frame = Frame(index: index, time: time, blocks: blocks, travel: travel)
         frames.append(frame)
         for i in areas.indices where areas[i].dirtySince == nil && changed(i, frame) {

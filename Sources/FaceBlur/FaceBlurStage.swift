@@ -173,6 +173,10 @@ public final class FaceBlurStage: FrameProcessor {
         public var wholeSeconds = 0.0, tileSeconds = 0.0, followSeconds = 0.0
     }
     private var countersStorage = Counters()
+    /// The previous frame's block means and the estimator for its size, for
+    /// the camera's motion. Streaming thread only: measured outside the lock,
+    /// so detection threads never wait for it.
+    private var motion: (estimator: CameraMotion, previous: [UInt8])?
     public var counters: Counters { condition.withLock { countersStorage } }
 
     struct Pending {
@@ -239,6 +243,7 @@ public final class FaceBlurStage: FrameProcessor {
             (PlaneEditor.blockMeans(f.luma.data, width: f.width, height: f.height, stride: f.luma.stride,
                                     block: DetectionPlanner.block), f.width, f.height)
         }
+        let shift = blocks.map { cameraShift(to: $0.0, width: $0.1, height: $0.2) } ?? (0, 0)
         condition.lock()
         countersStorage.frames += 1
         let index = nextIndex
@@ -246,7 +251,7 @@ public final class FaceBlurStage: FrameProcessor {
         var ready: [(Sample, Treatment)] = []
         if let (means, width, height) = blocks {
             if let p = planner, p.width != width || p.height != height {
-                // A new frame size: let everything held go (unsettled frames are blacked out), start over.
+                // A new frame size: let everything held go (unsettled parts hidden coarsely), start over.
                 logger.warning("frame size changed from \(p.width)×\(p.height) to \(width)×\(height); face tracking starts over")
                 ready += takeReady(force: true)
                 planner = nil
@@ -257,7 +262,7 @@ public final class FaceBlurStage: FrameProcessor {
                                            tracker: FaceTracker(settings: settings.tracker), width: width, height: height)
             }
             queue.append(Pending(sample: frame, index: index, time: time, arrival: Self.now(), width: width, height: height))
-            planner!.add(index: index, time: time, blocks: means)
+            planner!.add(index: index, time: time, blocks: means, cameraShift: shift)
         } else {
             queue.append(Pending(sample: frame, index: index, time: time, arrival: Self.now(), width: 0, height: 0))
             fail("cannot read a frame for detection")
@@ -275,6 +280,14 @@ public final class FaceBlurStage: FrameProcessor {
         ready += takeReady(force: false)
         condition.unlock()
         return finish(ready)
+    }
+
+    /// Streaming thread: how far the picture moved since the previous frame (none after a size change).
+    private func cameraShift(to means: [UInt8], width: Int, height: Int) -> (dx: Double, dy: Double) {
+        let estimator = CameraMotion(frameWidth: width, height: height)
+        defer { motion = (estimator, means) }
+        guard let (last, previous) = motion, last.columns == estimator.columns, last.rows == estimator.rows else { return (0, 0) }
+        return estimator.shift(from: previous, to: means)
     }
 
     public func drain() -> [Sample] {
@@ -371,20 +384,11 @@ public final class FaceBlurStage: FrameProcessor {
 
     private func hide(_ regions: [FaceRect], in frame: VideoFrame) {
         for region in regions {
-            let cell = max(settings.minimumCell, Int(min(region.width, region.height)) / settings.cellsAcross)
-            let half = FaceRect(x: region.x / 2, y: region.y / 2, width: region.width / 2, height: region.height / 2)
-            let (cw, ch) = ((frame.width + 1) / 2, (frame.height + 1) / 2)
-            let y = frame.planes[0]
             switch settings.mode {
             case .pixelate:
-                pixelate(region, cell: cell, in: frame)
+                pixelate(region, cell: max(settings.minimumCell, Int(min(region.width, region.height)) / settings.cellsAcross), in: frame)
             case .fill:
-                PlaneEditor.fill(y.data, width: frame.width, height: frame.height, stride: y.stride, rect: region, value: 16)
-                if frame.format == .i420 {
-                    for p in frame.planes[1...2] { PlaneEditor.fill(p.data, width: cw, height: ch, stride: p.stride, rect: half, value: 128) }
-                } else {
-                    PlaneEditor.fill(frame.planes[1].data, width: cw, height: ch, stride: frame.planes[1].stride, channels: 2, rect: half, value: 128)
-                }
+                fillBlack(region, in: frame)
             }
         }
     }
@@ -406,10 +410,15 @@ public final class FaceBlurStage: FrameProcessor {
     }
 
     private func blackOut(_ frame: VideoFrame) {
-        let whole = FaceRect(x: 0, y: 0, width: Double(frame.width), height: Double(frame.height))
-        PlaneEditor.fill(frame.planes[0].data, width: frame.width, height: frame.height, stride: frame.planes[0].stride, rect: whole, value: 16)
+        fillBlack(FaceRect(x: 0, y: 0, width: Double(frame.width), height: Double(frame.height)), in: frame)
+    }
+
+    /// Paints `region` black (luma 16, neutral chroma).
+    private func fillBlack(_ region: FaceRect, in frame: VideoFrame) {
+        let half = FaceRect(x: region.x / 2, y: region.y / 2, width: region.width / 2, height: region.height / 2)
         let (cw, ch) = ((frame.width + 1) / 2, (frame.height + 1) / 2)
-        let half = FaceRect(x: 0, y: 0, width: Double(cw), height: Double(ch))
+        let y = frame.planes[0]
+        PlaneEditor.fill(y.data, width: frame.width, height: frame.height, stride: y.stride, rect: region, value: 16)
         if frame.format == .i420 {
             for p in frame.planes[1...2] { PlaneEditor.fill(p.data, width: cw, height: ch, stride: p.stride, rect: half, value: 128) }
         } else {
