@@ -13,6 +13,7 @@ import PackageDescription
 //   SoupSupport                 the libsoup boundary: WebSocket client and a small HTTP/WebSocket server
 //   ServerLink                  the AllSpark server connection (protocol over SoupSupport)
 //   Discovery                   finding AllSpark servers: the Avahi browser (_allspark._tcp) and the auto-connect policy
+//   RecorderService             the service core: recorder + privacy stage + server link + discovery + settings, one lifecycle
 //   allspark-recorder           the command-line executable
 let package = Package(
     name: "allspark-recorder",
@@ -97,10 +98,19 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The service core: owns and wires recorder, privacy stage, server link,
+        // discovery and settings with one start/reload/stop lifecycle.
+        .target(
+            name: "RecorderService",
+            dependencies: [
+                "Recorder", "RecorderCore", "FaceBlur", "ServerLink", "Discovery", "GLibSupport", "GStreamerSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .executableTarget(
             name: "allspark-recorder",
             dependencies: [
-                "Recorder", "RecorderCore", "GStreamerSupport", "GLibSupport", "FaceBlur", "ServerLink", "SoupSupport", "Discovery",
+                "RecorderService", "Recorder", "RecorderCore", "GStreamerSupport", "GLibSupport", "FaceBlur", "ServerLink", "SoupSupport", "Discovery",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -122,7 +132,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ServerLinkTests",
-            dependencies: ["ServerLink", "SoupSupport", "Recorder", "RecorderCore", "GLibSupport", "CGLib", "RecorderTestSupport",
+            dependencies: ["ServerLink", "SoupSupport", "Recorder", "RecorderCore", "RecorderService", "GLibSupport", "CGLib", "RecorderTestSupport",
                            .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(
@@ -134,6 +144,14 @@ let package = Package(
             name: "FaceBlurTests",
             dependencies: ["FaceBlur", "Recorder", "RecorderCore", "GStreamerSupport", "GLibSupport", "RecorderTestSupport",
                            .product(name: "Logging", package: "swift-log")]
+        ),
+        .testTarget(
+            name: "GLibSupportTests",
+            dependencies: ["GLibSupport"]
+        ),
+        .testTarget(
+            name: "RecorderServiceTests",
+            dependencies: ["RecorderService", "Recorder", "RecorderCore", "ServerLink", "GLibSupport", "RecorderTestSupport"]
         ),
         .testTarget(
             name: "RecorderTests",

@@ -6,8 +6,9 @@ import RecorderTestSupport
 import SoupSupport
 @testable import Recorder
 @testable import ServerLink
+import RecorderService // Recorder: RecorderControl
 
-extension Recorder: RecorderControl {}
+
 
 /// The link against a real libsoup AllSpark server on loopback
 /// (`AllSparkTestServer`, honest to shared/DESIGN.md), with the real

@@ -15,7 +15,7 @@ import ServerLink
 /// inside its own state callback.
 ///
 /// Threading: main-loop thread only, like the browser and the link.
-final class DiscoveryService {
+public final class DiscoveryService {
     private let browser: ServerBrowser
     private var chooser: ServerChooser
     private weak var link: ServerLink?
@@ -35,6 +35,7 @@ final class DiscoveryService {
     }
 
     func start() {
+        MainLoop.preconditionOnLoopThread()
         if let configuredHost {
             logger.notice("server.host is set (\(configuredHost)): servers discovered on the network are logged, not used")
         } else if link != nil {
@@ -45,7 +46,8 @@ final class DiscoveryService {
         browser.start()
     }
 
-    func stop() {
+    public func stop() {
+        MainLoop.preconditionOnLoopThread()
         pending?.cancel()
         pending = nil
         browser.stop()
@@ -86,10 +88,12 @@ final class DiscoveryService {
     }
 }
 
-/// Starts discovery for `run` when the config asks for it; nil otherwise.
-func startDiscovery(_ config: RecorderConfig, link: ServerLink?) -> DiscoveryService? {
-    guard config.server.discovery else { return nil }
-    let service = DiscoveryService(link: link, configuredHost: config.server.host.isEmpty ? nil : config.server.host)
-    service.start()
-    return service
+extension DiscoveryService {
+    /// Starts discovery when the config asks for it; nil otherwise.
+    static func start(for config: RecorderConfig, link: ServerLink?) -> DiscoveryService? {
+        guard config.server.discovery else { return nil }
+        let service = DiscoveryService(link: link, configuredHost: config.server.host.isEmpty ? nil : config.server.host)
+        service.start()
+        return service
+    }
 }

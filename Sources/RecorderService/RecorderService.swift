@@ -1,0 +1,133 @@
+import Foundation
+import GLibSupport
+import Logging
+import Recorder
+import RecorderCore
+import ServerLink
+
+/// The recorder service: owns and wires the recorder (with its privacy
+/// stage), the server link, discovery and the settings, with one lifecycle:
+/// `start`, `reload` (SIGHUP), `stop`. The `run` command, the tests and any
+/// other front end (a console) use this, not the parts one by one.
+///
+/// ## Threads and who owns what
+/// - **The GLib main loop's thread** owns this service and everything it
+///   wires: `Recorder`, its `RecordingSession` and the main-loop half of
+///   `ChunkSink`, `ServerLink` with its upload queue, `DiscoveryService` and
+///   the Avahi browser. libsoup, Avahi and bus callbacks arrive there; every
+///   public method of these types must be called there.
+/// - **GStreamer's streaming threads** run the frame path (the privacy
+///   stage's `process`, the frame counters) and splitmuxsink's naming
+///   callback; what they share with the main loop is under each type's lock
+///   and said at its top.
+/// - **The privacy stage's detection threads** (`FaceBlurStage`) belong to
+///   one pipeline run; stopping the run closes the stage and joins them.
+/// - **Slow work** (finishing a run, probing media, repairing the catalog)
+///   runs off the main loop, with its result posted back to it.
+public final class RecorderService {
+    /// What is running, carrying what it runs.
+    public enum State {
+        case idle
+        case running(Parts)
+        case stopping(Parts)
+        /// Stopped after running: the parts stay for the final report.
+        case stopped(Parts)
+    }
+
+    /// The parts a running service owns.
+    public struct Parts {
+        public let recorder: Recorder
+        public let link: ServerLink?
+        public let discovery: DiscoveryService?
+    }
+
+    public let settings: ServiceSettings
+    /// The config the service started with (the recorder owns the values that change while running).
+    public private(set) var configuration: RecorderConfig
+    public private(set) var state: State = .idle
+    /// Called on the main loop whenever the recorder's state changes.
+    public var onRecorderStateChange: ((Recorder.State) -> Void)?
+    private let logger: Logger
+
+    /// Reads the config (with the server's last settings over it); throws
+    /// for a config that cannot be used, naming the file and the key.
+    public init(settings: ServiceSettings, logger: Logger = Logger(label: "allspark.run")) throws {
+        self.settings = settings
+        self.logger = logger
+        configuration = try settings.load(logger: logger)
+    }
+
+    public var parts: Parts? {
+        switch state {
+        case .idle: return nil
+        case .running(let parts), .stopping(let parts), .stopped(let parts): return parts
+        }
+    }
+
+    public var recorder: Recorder? { parts?.recorder }
+    public var link: ServerLink? { parts?.link }
+
+    /// Starts recording, then the server link and discovery. Throws for what
+    /// a retry cannot fix (a broken pipeline file, no privacy stage, an
+    /// unusable storage folder); nothing is left running then.
+    public func start() throws {
+        MainLoop.preconditionOnLoopThread()
+        guard case .idle = state else { return }
+        if !configuration.privacy.faceBlur {
+            logger.warning("privacy.face_blur = false: faces are recorded unblurred")
+        }
+        let recorder = try Recorder(config: configuration, makeProcessor: { try PrivacyStage.make(for: $0) })
+        recorder.onStateChange = { [weak self] in self?.onRecorderStateChange?($0) }
+        try recorder.start()
+        let link = ServerLinks.forRecording(configuration, recorder: recorder, logger: logger)
+        link?.start()
+        let discovery = DiscoveryService.start(for: configuration, link: link)
+        state = .running(Parts(recorder: recorder, link: link, discovery: discovery))
+    }
+
+    /// Re-reads the config file: recording settings change at the next
+    /// chunk, a changed pipeline restarts it after the current chunk.
+    /// A file that cannot be used changes nothing (logged).
+    public func reload() {
+        MainLoop.preconditionOnLoopThread()
+        guard case .running(let parts) = state else { return }
+        logger.notice("re-reading \(settings.configFile)")
+        do {
+            let reloaded = try settings.load(logger: logger)
+            if reloaded.server != configuration.server || reloaded.device != configuration.device {
+                logger.warning("[server] and [device] changes take effect at the next start, not now")
+            }
+            parts.recorder.reload(reloaded)
+        } catch {
+            logger.error("reload refused, keeping the running settings: \(error)")
+        }
+    }
+
+    /// Finishes the current chunk and stops everything. The link stays up
+    /// until the last chunk is finished, so that it is announced too.
+    /// `completion` runs on the main loop once all is stopped.
+    public func stop(reason: String, completion: @escaping () -> Void) {
+        MainLoop.preconditionOnLoopThread()
+        guard case .running(let parts) = state else {
+            if case .stopping = state { return }
+            completion()
+            return
+        }
+        logger.notice("\(reason): finishing the current chunk")
+        state = .stopping(parts)
+        parts.discovery?.stop()
+        parts.recorder.stop { [weak self] in
+            parts.link?.recordingEnded()
+            parts.link?.stop()
+            self?.state = .stopped(parts)
+            completion()
+        }
+    }
+
+    /// One line on what the service did, for the log at exit.
+    public var summary: String {
+        guard let recorder else { return "stopped before recording" }
+        let stats = recorder.frameStatistics
+        return "\(stats.captured) frames captured, \(stats.recorded) recorded; \(recorder.catalog.all.count) chunks in \(configuration.recording.storageDirectory)"
+    }
+}

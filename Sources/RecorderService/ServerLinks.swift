@@ -1,0 +1,70 @@
+import Foundation
+import Logging
+import Recorder
+import RecorderCore
+import ServerLink
+
+extension Recorder: RecorderControl {}
+
+/// Server links built from the config, for the service and for the one-off `upload`.
+enum ServerLinks {
+    /// The link of a running recorder: to the configured host, or (host
+    /// empty, discovery on) idle until discovery names a server. Nil when
+    /// there is no server to talk to. Finished chunks are announced and offered for upload.
+    static func forRecording(_ config: RecorderConfig, recorder: Recorder, logger: Logger) -> ServerLink? {
+        var address: ServerAddress?
+        if config.server.host.isEmpty {
+            guard config.server.discovery else {
+                logger.notice("no server.host and server.discovery = false: recording without a server")
+                return nil
+            }
+        } else {
+            do {
+                address = try ServerAddress(parsing: config.server.host)
+            } catch {
+                logger.error("\(config.sourceFile): \(error); running without a server")
+                return nil
+            }
+        }
+        let link = make(config, address: address, control: recorder, announceChunks: config.server.announceChunks,
+                        settingsStore: ServerSettingsStore(storageDirectory: config.recording.storageDirectory))
+        // The camera is named after its pipeline description (e.g. "v4l2" for pipelines/v4l2.pipeline).
+        let camera = ((config.recording.pipeline as NSString).lastPathComponent as NSString).deletingPathExtension
+        recorder.onChunkFinished = { [weak link] chunk in
+            link?.chunkFinished(chunk.record, fps: chunk.framesPerSecond, width: chunk.width, height: chunk.height, camera: camera)
+        }
+        return link
+    }
+
+    static func make(_ config: RecorderConfig, address: ServerAddress?, control: RecorderControl,
+                     announceChunks: Bool, settingsStore: ServerSettingsStore?) -> ServerLink {
+        ServerLink(
+            address: address, deviceName: config.device.name, verifyTLS: config.server.verifyTLS,
+            reconnectDelay: config.server.reconnectDelaySeconds, recorder: control,
+            announceChunks: announceChunks,
+            uploadOptions: .init(maxBytes: config.server.maxUploadBytes, attempts: config.server.uploadAttempts),
+            bounds: config.server.bounds,
+            settingsStore: settingsStore)
+    }
+}
+
+/// The storage folder seen as a recorder that is not recording: uploads read
+/// and pin its chunks; server settings are not applied here (only `run` does).
+final class StoredChunks: RecorderControl {
+    let catalog: ChunkCatalog
+    let currentTuning: RecordingTuning
+    private let logger: Logger
+
+    init(catalog: ChunkCatalog, tuning: RecordingTuning, logger: Logger) {
+        self.catalog = catalog
+        currentTuning = tuning
+        self.logger = logger
+    }
+
+    var isCapturing: Bool { false }
+    func resumeIfWaiting() -> Bool { false }
+    func retune(_ tuning: RecordingTuning) -> [String] {
+        logger.info("the server's clientConfig applies to the running recorder, not to the upload command")
+        return []
+    }
+}

@@ -1,0 +1,102 @@
+import XCTest
+import GLibSupport
+import Recorder
+import RecorderCore
+import RecorderService
+import RecorderTestSupport
+
+/// The service core as the `run` command and a console use it: one object
+/// started, reloaded and stopped, with a real pipeline, real chunks and a
+/// real libsoup AllSpark server on loopback.
+final class RecorderServiceTests: XCTestCase {
+    /// A config file of its own (so a test can rewrite it and reload), recording the test source into `storage`.
+    func writeConfig(_ folder: TemporaryDirectory, storage: String, server: String, chunkMs: Int) throws -> String {
+        let file = folder.file("recorder.toml")
+        try """
+            [device]
+            name = "service-test"
+            [server]
+            host = "\(server)"
+            discovery = false
+            reconnect_delay_s = 0.3
+            [recording]
+            pipeline = "\(repoPath("pipelines/test.pipeline"))"
+            storage_dir = "\(storage)"
+            chunk_duration_ms = \(chunkMs)
+            [privacy]
+            face_blur = false
+            [pipeline.vars]
+            width = 320
+            height = 240
+            bitrate_kbps = 500
+            framerate = 30
+            """.write(to: file, atomically: true, encoding: .utf8)
+        return file.path
+    }
+
+    func testStartAnnouncesChunksReloadRetunesAndStopFinishesTheLastChunk() throws {
+        let server = try AllSparkTestServer()
+        let folder = TemporaryDirectory()
+        let storage = folder.file("recordings").path
+        let configFile = try writeConfig(folder, storage: storage, server: "ws://\(server.address)", chunkMs: 2000)
+        let service = try RecorderService(settings: ServiceSettings(configFile: configFile))
+        var states: [Recorder.State] = []
+        service.onRecorderStateChange = { states.append($0) }
+        try service.start()
+        XCTAssertTrue(waitOnMainLoop(10) { server.texts.contains { $0.contains("chunkSaved") } },
+                      "a finished chunk is announced to the server the service connected to")
+        XCTAssertEqual(server.clientNames, ["service-test"])
+        XCTAssertTrue(states.contains(.recording), "state changes reach the front end: \(states)")
+
+        // SIGHUP's path: the file changes, the next chunks follow it.
+        _ = try writeConfig(folder, storage: storage, server: "ws://\(server.address)", chunkMs: 1000)
+        service.reload()
+        XCTAssertEqual(service.recorder?.currentTuning.chunkDurationMs, 1000)
+
+        let stopped = expectation(description: "stopped")
+        service.stop(reason: "test") { stopped.fulfill() }
+        XCTAssertTrue(waitOnMainLoop(20) { if case .stopped = service.state { return true }; return false })
+        wait(for: [stopped], timeout: 0)
+        guard let recorder = service.recorder else { return XCTFail("the parts stay for the report") }
+        XCTAssertEqual(recorder.state, .stopped)
+        let chunks = recorder.catalog.all
+        XCTAssertGreaterThanOrEqual(chunks.count, 2)
+        let announced = server.texts.filter { $0.contains("chunkSaved") }.count
+        XCTAssertEqual(announced, chunks.count, "every chunk, the last one too, was announced before the link closed")
+        for chunk in chunks {
+            XCTAssertNotNil(try discover(recorder.catalog.url(of: chunk)).duration, "\(chunk.file) plays")
+        }
+        XCTAssertTrue(service.summary.contains("\(chunks.count) chunks"), service.summary)
+    }
+
+    func testAnUnusableConfigOrPipelineLeavesNothingRunning() throws {
+        let folder = TemporaryDirectory()
+        let broken = folder.file("broken.toml")
+        try "[recording]\nchunk_duration_ms = \"ten\"\n".write(to: broken, atomically: true, encoding: .utf8)
+        XCTAssertThrowsError(try RecorderService(settings: ServiceSettings(configFile: broken.path))) { error in
+            XCTAssertTrue("\(error)".contains("broken.toml"), "the error names the file: \(error)")
+        }
+
+        let configFile = try writeConfig(folder, storage: folder.file("recordings").path, server: "", chunkMs: 2000)
+        let service = try RecorderService(settings: ServiceSettings(
+            configFile: configFile, overrides: ["recording.pipeline=\(folder.file("missing.pipeline").path)"]))
+        XCTAssertThrowsError(try service.start()) { error in
+            XCTAssertTrue("\(error)".contains("missing.pipeline"), "\(error)")
+        }
+        guard case .idle = service.state else { return XCTFail("a refused start leaves the service idle, not half running") }
+        XCTAssertNil(service.recorder)
+    }
+
+    func testFaceBlurWithoutADetectorRefusesToStartAndSaysWhy() throws {
+        let folder = TemporaryDirectory()
+        let configFile = try writeConfig(folder, storage: folder.file("recordings").path, server: "", chunkMs: 2000)
+        let service = try RecorderService(settings: ServiceSettings(configFile: configFile, overrides: [
+            "privacy.face_blur=true", "privacy.model=\(folder.file("no-model.onnx").path)"]))
+        XCTAssertThrowsError(try service.start()) { error in
+            XCTAssertTrue("\(error)".contains("Refusing to record"), "\(error)")
+        }
+        XCTAssertNil(service.recorder)
+        let files = (try? FileManager.default.contentsOfDirectory(atPath: folder.file("recordings").path)) ?? []
+        XCTAssertEqual(files.filter { $0.hasPrefix("chunk_") }, [], "nothing recorded")
+    }
+}
