@@ -24,6 +24,8 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        // PBKDF2 for the console password (_CryptoExtras), SHA-256.
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.0"),
     ],
     targets: [
         .systemLibrary(
@@ -107,10 +109,20 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The web console and REST API over the service core (libsoup's SoupServer on the same main loop).
+        .target(
+            name: "Console",
+            dependencies: [
+                "RecorderService", "Recorder", "RecorderCore", "ServerLink", "SoupSupport", "GLibSupport",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .executableTarget(
             name: "allspark-recorder",
             dependencies: [
-                "RecorderService", "Recorder", "RecorderCore", "GStreamerSupport", "GLibSupport", "FaceBlur", "ServerLink", "SoupSupport", "Discovery",
+                "Console", "RecorderService", "Recorder", "RecorderCore", "GStreamerSupport", "GLibSupport", "FaceBlur", "ServerLink", "SoupSupport", "Discovery",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]

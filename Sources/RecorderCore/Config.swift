@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Container of the recorded chunks.
 public enum VideoFormat: String, Codable, CaseIterable, Sendable {
@@ -67,10 +70,26 @@ public struct RecorderConfig: Equatable, Sendable {
         public var maxLatencyMs: Int
     }
 
+    /// The local web console and REST API (`[console]`).
+    public struct Console: Equatable, Sendable {
+        public var enabled: Bool
+        /// The address to listen on ("0.0.0.0" for every IPv4 interface, "::" for every interface).
+        public var host: String
+        public var port: Int
+        /// PEM certificate and key: the console then speaks HTTPS only.
+        public var tlsCertificate: String?
+        public var tlsKey: String?
+        /// Live preview: at most this many frames per second, scaled down to at most this width.
+        public var previewFps: Double
+        public var previewWidth: Int
+    }
+
     public var device: Device
     public var server: Server
     public var recording: Recording
     public var privacy: Privacy
+    public var console = Console(enabled: false, host: "127.0.0.1", port: 8090, tlsCertificate: nil, tlsKey: nil,
+                                 previewFps: 5, previewWidth: 640)
     /// Values substituted for `${name}` in pipeline descriptions.
     public var pipelineVariables: [String: String]
     /// The file this was loaded from (for messages and SIGHUP reloads).
@@ -145,6 +164,12 @@ public enum ConfigLoader {
         Key(name: "privacy.tile_every", kind: .integer),
         Key(name: "privacy.follow_every", kind: .integer),
         Key(name: "privacy.max_latency_ms", kind: .integer),
+        Key(name: "console.enabled", kind: .bool),
+        Key(name: "console.listen", kind: .string),
+        Key(name: "console.tls_certificate", kind: .path),
+        Key(name: "console.tls_key", kind: .path),
+        Key(name: "console.preview_fps", kind: .number),
+        Key(name: "console.preview_width", kind: .integer),
     ]
     static let variablesPrefix = "pipeline.vars."
 
@@ -272,7 +297,33 @@ public enum ConfigLoader {
             pipelineVariables: variables,
             sourceFile: file)
         config.server.bounds = try serverBounds(reader, bufferMaxMB: bufferMax)
+        config.console = try console(reader)
         return config
+    }
+
+    /// `[console]`: on by default, on every interface, port 8090 (it always asks for a password).
+    static func console(_ reader: SettingReader) throws -> RecorderConfig.Console {
+        let enabled = try reader.bool("console.enabled", default: true)
+        let listen = try reader.string("console.listen", default: "0.0.0.0:8090")
+        guard let colon = listen.lastIndex(of: ":"), let port = Int(listen[listen.index(after: colon)...]),
+              (0...65_535).contains(port) else {
+            throw ConfigError("\(reader.origin("console.listen")): console.listen = \"\(listen)\" is not an address and port; use e.g. \"0.0.0.0:8090\", \"127.0.0.1:8090\" or \"[::]:8090\"")
+        }
+        var host = String(listen[..<colon])
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        var scratch = in6_addr()
+        guard inet_pton(AF_INET, host, &scratch) == 1 || inet_pton(AF_INET6, host, &scratch) == 1 else {
+            throw ConfigError("\(reader.origin("console.listen")): console.listen = \"\(listen)\": \"\(host)\" is not an IP address of this box; use \"0.0.0.0\" (every IPv4 interface), \"127.0.0.1\" (this box only) or \"[::]\"")
+        }
+        let certificate = try reader.path("console.tls_certificate")
+        let key = try reader.path("console.tls_key")
+        if (certificate == nil) != (key == nil) {
+            throw ConfigError("\(reader.origin(certificate == nil ? "console.tls_key" : "console.tls_certificate")): set both console.tls_certificate and console.tls_key (PEM files), or neither")
+        }
+        let fps = try reader.number("console.preview_fps", default: 5, range: 0.2...30)
+        let width = try reader.integer("console.preview_width", default: 640, range: 64...3840)
+        return .init(enabled: enabled, host: host, port: port, tlsCertificate: certificate, tlsKey: key,
+                     previewFps: fps, previewWidth: width)
     }
 
     /// `[server]` bounds on what a server may ask. The buffer a server sets may be lower than

@@ -24,6 +24,8 @@ public final class DiscoveryService {
     private var pending: MainLoop.Source?
     /// The servers as last logged.
     private var reported: [DiscoveredServer] = []
+    /// The AllSpark servers announced on the network now.
+    public var servers: [DiscoveredServer] { browser.servers }
     private let logger = Logger(label: "allspark.discovery")
 
     /// `configuredHost`: `server.host` when set (discovery then only reports what it finds).

@@ -66,6 +66,7 @@ public final class RecorderService {
 
     public var recorder: Recorder? { parts?.recorder }
     public var link: ServerLink? { parts?.link }
+    public var discovery: DiscoveryService? { parts?.discovery }
 
     /// Starts recording, then the server link and discovery. Throws for what
     /// a retry cannot fix (a broken pipeline file, no privacy stage, an

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import GLibSupport
+import Console
 import Logging
 import RecorderService
 
@@ -54,8 +55,18 @@ struct Run: ParsableCommand {
         } catch {
             fail("\(error)")
         }
+        // The console is a window on the recorder: when it cannot listen, recording goes on without it.
+        var console: Console?
+        if service.configuration.console.enabled {
+            do { console = try Console(service: service) } catch {
+                logger.error("console: \(error); recording goes on without it ([console] in \(config))")
+            }
+        }
         let loop = MainLoop()
-        let shutdown = { (reason: String) in service.stop(reason: reason) { loop.quit() } }
+        let shutdown = { (reason: String) in
+            console?.stop()
+            service.stop(reason: reason) { loop.quit() }
+        }
         // Keep the signal sources alive for the life of the loop.
         let sources = [
             MainLoop.onSignal(SIGINT) { shutdown("interrupted") },

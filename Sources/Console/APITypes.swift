@@ -1,0 +1,127 @@
+import Foundation
+
+// The REST API's JSON shapes (snake_case keys, ISO 8601 times), one type
+// per answer. Encoded with `ConsoleJSON.encoder`.
+
+struct StatusAnswer: Encodable {
+    struct Recording: Encodable {
+        var state: String
+        var framesCaptured: Int
+        var framesRecorded: Int
+        var chunksRecorded: Int
+        var lastProblem: String?
+        var videoFormat: String
+        var chunkDurationMs: Int
+        var pipeline: String
+        var width: Int?
+        var height: Int?
+        var framesPerSecond: Double?
+        var privacy: String
+    }
+    struct Storage: Encodable {
+        var path: String
+        var chunks: Int
+        var bytes: Int64
+        var bufferMaxBytes: Int64
+        var diskFreeBytes: Int64?
+        var oldest: Date?
+        var newest: Date?
+    }
+    struct Server: Encodable {
+        var state: String
+        /// "ws" or "wss" while connected.
+        var scheme: String?
+        var address: String?
+    }
+    var version: String
+    var device: String
+    var time: Date
+    var recording: Recording
+    var storage: Storage
+    var server: Server
+}
+
+struct ChunkAnswer: Encodable {
+    var name: String
+    var start: Date
+    var end: Date
+    var durationS: Double
+    var sizeBytes: Int64
+    var format: String
+    var url: String
+}
+
+struct ChunksAnswer: Encodable {
+    var chunks: [ChunkAnswer]
+}
+
+struct SettingsAnswer: Codable, Equatable {
+    var videoFormat: String
+    var chunkDurationMs: Int
+    var bufferMaxMb: Int
+}
+
+struct ServerAnswer: Encodable {
+    var name: String
+    var host: String
+    var addresses: [String]
+    var port: Int
+}
+
+struct UploadRequest: Decodable {
+    struct Range: Decodable {
+        var from: Date
+        var to: Date
+    }
+    var from: Date?
+    var to: Date?
+    var ranges: [Range]?
+}
+
+struct UploadAccepted: Encodable {
+    struct Range: Encodable {
+        var from: Date
+        var to: Date
+        var chunks: Int
+    }
+    var accepted: [Range]
+}
+
+struct LoginAnswer: Encodable {
+    var token: String
+    var csrfToken: String
+    var user: String
+}
+
+struct SessionAnswer: Encodable {
+    var user: String
+    var csrfToken: String?
+}
+
+/// Every error the API answers has this one shape.
+struct ErrorAnswer: Encodable {
+    struct Detail: Encodable {
+        var code: String
+        var message: String
+        var field: String?
+        var allowed: [String]?
+    }
+    var error: Detail
+}
+
+enum ConsoleJSON {
+    static let encoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.keyEncodingStrategy = .convertToSnakeCase
+        encoder.dateEncodingStrategy = .iso8601
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }()
+
+    static let decoder: JSONDecoder = {
+        let decoder = JSONDecoder()
+        decoder.keyDecodingStrategy = .convertFromSnakeCase
+        decoder.dateDecodingStrategy = .iso8601
+        return decoder
+    }()
+}

@@ -1,0 +1,252 @@
+import Foundation
+import Recorder
+import RecorderCore
+import ServerLink
+import SoupSupport
+
+// The REST API's answers (`/api/v1/…`) and the Prometheus metrics.
+extension Console {
+    func status() -> StatusAnswer {
+        let config = service.configuration
+        let recorder = service.recorder
+        let tuning = recorder?.currentTuning ?? config.tuning
+        let stats = recorder?.frameStatistics
+        let chunks = recorder?.catalog.all ?? []
+        let link = service.link
+        var scheme: String?
+        if case .connected(let s)? = link?.state { scheme = s.rawValue }
+        return StatusAnswer(
+            version: ProductVersion.current, device: config.device.name, time: Date(),
+            recording: .init(state: recorder.map { "\($0.state)" } ?? "stopped",
+                             framesCaptured: stats?.captured ?? 0, framesRecorded: stats?.recorded ?? 0,
+                             chunksRecorded: recorder?.chunksRecorded ?? 0, lastProblem: recorder?.lastProblem,
+                             videoFormat: tuning.videoFormat.rawValue, chunkDurationMs: tuning.chunkDurationMs,
+                             pipeline: (config.recording.pipeline as NSString).lastPathComponent,
+                             width: (stats?.width ?? 0) > 0 ? stats?.width : nil,
+                             height: (stats?.height ?? 0) > 0 ? stats?.height : nil,
+                             framesPerSecond: (stats?.framesPerSecond ?? 0) > 0 ? stats?.framesPerSecond : nil,
+                             privacy: config.privacy.faceBlur ? "faces pixelated (\(config.privacy.mode))" : "off: faces are recorded unblurred"),
+            storage: .init(path: config.recording.storageDirectory, chunks: chunks.count,
+                           bytes: chunks.reduce(0) { $0 + $1.size }, bufferMaxBytes: tuning.bufferMaxBytes,
+                           diskFreeBytes: diskFreeBytes(), oldest: chunks.first.map { Date(timeIntervalSince1970: $0.start) },
+                           newest: chunks.last.map { Date(timeIntervalSince1970: $0.end) }),
+            server: .init(state: link.map { Self.stateName($0.state) } ?? "none", scheme: scheme,
+                          address: link?.address?.description))
+    }
+
+    static func stateName(_ state: ServerLink.State) -> String {
+        switch state {
+        case .disconnected: return "disconnected"
+        case .connecting: return "connecting"
+        case .connected: return "connected"
+        }
+    }
+
+    func diskFreeBytes() -> Int64? {
+        let attributes = try? FileManager.default.attributesOfFileSystem(forPath: service.configuration.recording.storageDirectory)
+        return (attributes?[.systemFreeSize] as? NSNumber)?.int64Value
+    }
+
+    func chunks(_ request: HTTPRequest) -> HTTPResponse {
+        var from = -Double.infinity, to = Double.infinity
+        for (name, value) in [("from", request.query["from"]), ("to", request.query["to"])] {
+            guard let value else { continue }
+            guard let date = parseTime(value) else {
+                return error(422, "invalid_time", "\(name) must be ISO 8601 (2026-11-22T10:00:00Z) or epoch seconds (negative: seconds ago)", field: name)
+            }
+            if name == "from" { from = date.timeIntervalSince1970 } else { to = date.timeIntervalSince1970 }
+        }
+        let records = service.recorder?.catalog.chunks(from: from, to: to) ?? []
+        return json(200, ChunksAnswer(chunks: records.map(Self.answer)))
+    }
+
+    static func answer(_ record: ChunkRecord) -> ChunkAnswer {
+        ChunkAnswer(name: record.file, start: Date(timeIntervalSince1970: record.start), end: Date(timeIntervalSince1970: record.end),
+                    durationS: (record.duration * 1000).rounded() / 1000, sizeBytes: record.size, format: record.format.rawValue,
+                    url: "/api/v1/chunks/\(record.file)")
+    }
+
+    /// A chunk of the catalog (never any other file), whole or by one `Range`.
+    func download(_ name: String, request: HTTPRequest) -> HTTPResponse {
+        guard let catalog = service.recorder?.catalog,
+              let record = catalog.all.first(where: { $0.file == name }) else {
+            return error(404, "not_found", "no chunk named \(loggable(name)) in the catalog")
+        }
+        let file: OpenedFile
+        do { file = try catalog.open(record) } catch {
+            return self.error(410, "gone", "\(record.file) cannot be read any more: \(error)")
+        }
+        let size = UInt64(file.size)
+        var headers: [(String, String)] = [
+            ("Content-Type", record.format.mimeType), ("Accept-Ranges", "bytes"),
+            ("Content-Disposition", "attachment; filename=\"\(record.file)\""), ("Cache-Control", "private, max-age=3600"),
+        ]
+        var status = 200
+        var offset: UInt64 = 0
+        var length = size
+        if let range = request.headers["range"] {
+            guard let (first, last) = Self.byteRange(range, size: size) else {
+                return HTTPResponse(status: 416, headers: [("Content-Range", "bytes */\(size)")])
+            }
+            status = 206
+            offset = first
+            length = last - first + 1
+            headers.append(("Content-Range", "bytes \(first)-\(last)/\(size)"))
+        }
+        let start = offset
+        return HTTPResponse(status: status, headers: headers, body: .pieces(length: length) { position, count in
+            var data = Data(count: count)
+            let n = data.withUnsafeMutableBytes { pread(file.descriptor, $0.baseAddress, count, off_t(start + position)) }
+            return n > 0 ? data.prefix(n) : nil
+        })
+    }
+
+    /// One `bytes=a-b`, `bytes=a-` or `bytes=-n` range within `size`; nil when unsatisfiable or several.
+    static func byteRange(_ header: String, size: UInt64) -> (UInt64, UInt64)? {
+        guard header.hasPrefix("bytes="), size > 0 else { return nil }
+        let spec = header.dropFirst(6)
+        guard !spec.contains(","), let dash = spec.firstIndex(of: "-") else { return nil }
+        let a = spec[..<dash].trimmingCharacters(in: .whitespaces), b = spec[spec.index(after: dash)...].trimmingCharacters(in: .whitespaces)
+        if a.isEmpty {
+            guard let suffix = UInt64(b), suffix > 0 else { return nil }
+            return (size - min(suffix, size), size - 1)
+        }
+        guard let first = UInt64(a), first < size else { return nil }
+        if b.isEmpty { return (first, size - 1) }
+        guard let last = UInt64(b), last >= first else { return nil }
+        return (first, min(last, size - 1))
+    }
+
+    // MARK: Settings
+
+    func settingsAnswer() -> SettingsAnswer {
+        let tuning = service.recorder?.currentTuning ?? service.configuration.tuning
+        return SettingsAnswer(videoFormat: tuning.videoFormat.rawValue, chunkDurationMs: tuning.chunkDurationMs, bufferMaxMb: tuning.bufferMaxMB)
+    }
+
+    /// The settings' version: changes whenever any value does, whoever changed it.
+    static func version(of settings: SettingsAnswer) -> String {
+        let text = "\(settings.videoFormat)|\(settings.chunkDurationMs)|\(settings.bufferMaxMb)"
+        var hash: UInt64 = 14_695_981_039_346_656_037
+        for byte in text.utf8 { hash = (hash ^ UInt64(byte)) &* 1_099_511_628_211 }
+        return "\"" + String(hash, radix: 16) + "\""
+    }
+
+    func currentSettings() -> HTTPResponse {
+        let current = settingsAnswer()
+        return json(200, current, headers: [("ETag", Self.version(of: current))])
+    }
+
+    /// Applies changed values through the same retune path as SIGHUP and the
+    /// server's clientConfig; kept across restarts like the server's values.
+    func patchSettings(_ request: HTTPRequest) -> HTTPResponse {
+        let current = settingsAnswer()
+        let version = Self.version(of: current)
+        guard let ifMatch = request.headers["if-match"] else {
+            return error(428, "precondition_required", "send If-Match with the ETag of GET /api/v1/settings")
+        }
+        guard ifMatch == version || ifMatch == "*" else {
+            return error(409, "conflict", "the settings changed since you read them (now \(version)); read them again",
+                         headers: [("ETag", version)])
+        }
+        guard let object = (try? JSONSerialization.jsonObject(with: request.body)) as? [String: Any] else {
+            return error(400, "bad_request", "expected a JSON object of settings to change")
+        }
+        guard let recorder = service.recorder else { return error(503, "not_recording", "the recorder is not running") }
+        var tuning = recorder.currentTuning
+        let bounds = service.configuration.server.bounds
+        for (key, value) in object {
+            switch key {
+            case "video_format":
+                guard let text = value as? String, let format = VideoFormat(rawValue: text) else {
+                    return error(422, "invalid_value", "video_format must be one of the allowed values", field: key,
+                                 allowed: VideoFormat.allCases.map(\.rawValue))
+                }
+                tuning.videoFormat = format
+            case "chunk_duration_ms":
+                guard let number = value as? Int, ConfigLimits.chunkDurationMs.contains(number) else {
+                    return error(422, "invalid_value", "chunk_duration_ms must be a whole number from \(ConfigLimits.chunkDurationMs.lowerBound) to \(ConfigLimits.chunkDurationMs.upperBound)",
+                                 field: key, allowed: ["\(ConfigLimits.chunkDurationMs.lowerBound)...\(ConfigLimits.chunkDurationMs.upperBound)"])
+                }
+                tuning.chunkDurationMs = number
+            case "buffer_max_mb":
+                guard let number = value as? Int, (bounds.minBufferMB...bounds.maxBufferMB).contains(number) else {
+                    return error(422, "invalid_value", "buffer_max_mb must be a whole number from \(bounds.minBufferMB) to \(bounds.maxBufferMB) (the box's [server] bounds)",
+                                 field: key, allowed: ["\(bounds.minBufferMB)...\(bounds.maxBufferMB)"])
+                }
+                tuning.bufferMaxMB = number
+            default:
+                return error(422, "unknown_field", "\(loggable(key)) is not a setting", field: loggable(key),
+                             allowed: ["video_format", "chunk_duration_ms", "buffer_max_mb"])
+            }
+        }
+        let changes = recorder.retune(tuning)
+        if !changes.isEmpty {
+            logger.notice("console: settings changed from \(request.remoteAddress): \(changes.joined(separator: ", "))")
+            let store = ServerSettingsStore(storageDirectory: service.configuration.recording.storageDirectory)
+            do { try store.save(tuning, server: "the console") } catch {
+                logger.error("console: cannot keep the new settings for the next start: \(error)")
+            }
+        }
+        return currentSettings()
+    }
+
+    // MARK: Uploads and servers
+
+    func requestUploads(_ request: HTTPRequest) -> HTTPResponse {
+        guard let link = service.link else {
+            return error(409, "no_server", "no AllSpark server is configured (server.host) or discovered")
+        }
+        guard let body = try? ConsoleJSON.decoder.decode(UploadRequest.self, from: request.body) else {
+            return error(400, "bad_request", "expected {\"from\": ISO 8601, \"to\": ISO 8601} or {\"ranges\": [{\"from\":…, \"to\":…}, …]}")
+        }
+        var ranges = body.ranges?.map { ($0.from, $0.to) } ?? []
+        if let from = body.from, let to = body.to { ranges.append((from, to)) }
+        guard !ranges.isEmpty, ranges.count <= 100 else {
+            return error(422, "invalid_value", "give one range (from, to) or up to 100 ranges", field: "ranges")
+        }
+        for (from, to) in ranges where from >= to {
+            return error(422, "invalid_value", "a range's from must be before its to", field: "from")
+        }
+        let catalog = service.recorder?.catalog
+        var accepted: [UploadAccepted.Range] = []
+        for (from, to) in ranges {
+            let count = catalog?.chunks(from: from.timeIntervalSince1970, to: to.timeIntervalSince1970).count ?? 0
+            link.upload(from: from.timeIntervalSince1970, to: to.timeIntervalSince1970, reason: "console request")
+            accepted.append(.init(from: from, to: to, chunks: count))
+        }
+        logger.notice("console: \(ranges.count) range(s) sent to the server's upload queue by \(request.remoteAddress)")
+        return json(202, UploadAccepted(accepted: accepted))
+    }
+
+    func servers() -> HTTPResponse {
+        let found = service.discovery?.servers ?? []
+        return json(200, found.map { ServerAnswer(name: $0.name, host: $0.host, addresses: $0.addresses, port: $0.port) })
+    }
+
+    // MARK: Metrics
+
+    /// Prometheus text format, version 0.0.4.
+    func metrics() -> HTTPResponse {
+        let s = status()
+        var lines: [String] = []
+        func metric(_ name: String, _ type: String, _ help: String, _ value: Double?) {
+            guard let value else { return }
+            lines.append("# HELP allspark_\(name) \(help)")
+            lines.append("# TYPE allspark_\(name) \(type)")
+            lines.append("allspark_\(name) \(value)")
+        }
+        metric("recording", "gauge", "1 while frames reach the chunks.", s.recording.state == "recording" ? 1 : 0)
+        metric("frames_captured_total", "counter", "Frames captured since the service started.", Double(s.recording.framesCaptured))
+        metric("frames_recorded_total", "counter", "Frames written to chunks since the service started.", Double(s.recording.framesRecorded))
+        metric("chunks_recorded_total", "counter", "Chunks finished since the service started.", Double(s.recording.chunksRecorded))
+        metric("storage_chunks", "gauge", "Chunks in the storage folder.", Double(s.storage.chunks))
+        metric("storage_bytes", "gauge", "Bytes of chunks in the storage folder.", Double(s.storage.bytes))
+        metric("storage_buffer_max_bytes", "gauge", "The ring buffer's size limit.", Double(s.storage.bufferMaxBytes))
+        metric("disk_free_bytes", "gauge", "Free bytes on the storage folder's disk.", s.storage.diskFreeBytes.map(Double.init))
+        metric("server_connected", "gauge", "1 while connected to the AllSpark server.", s.server.state == "connected" ? 1 : 0)
+        metric("uptime_seconds", "gauge", "Seconds since the console started.", Date().timeIntervalSince(startedAt).rounded())
+        return HTTPResponse(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")],
+                            body: .data(Data((lines.joined(separator: "\n") + "\n").utf8)))
+    }
+}

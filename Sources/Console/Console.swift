@@ -1,0 +1,161 @@
+import Foundation
+import GLibSupport
+import Logging
+import Recorder
+import RecorderCore
+import RecorderService
+import ServerLink
+import SoupSupport
+
+/// The local web console and REST API: one more front end of the service
+/// core, served by libsoup on the service's main loop.
+///
+/// Threading: main-loop thread only, like the service it shows.
+public final class Console {
+    let service: RecorderService
+    private let settings: RecorderConfig.Console
+    let server: HTTPServer
+    private let auth: ConsoleAuth
+    let logger: Logger
+    let startedAt = Date()
+
+    /// The address the console answers on (the port the system chose, when 0 was asked for).
+    public var port: Int { server.port }
+    public var usesTLS: Bool { server.usesTLS }
+
+    /// Listens as `[console]` says. A password is generated (and logged once)
+    /// when none was set with `set-password`.
+    public init(service: RecorderService, logger: Logger = Logger(label: "allspark.console")) throws {
+        MainLoop.preconditionOnLoopThread()
+        self.service = service
+        self.logger = logger
+        let config = service.configuration
+        settings = config.console
+        let password = ConsolePassword(storageDirectory: config.recording.storageDirectory)
+        if let generated = try password.generateIfMissing() {
+            logger.notice("console: no password was set, so one was made: user \(ConsolePassword.user), password \(generated) (change it with: allspark-recorder set-password --config \(config.sourceFile))")
+        }
+        auth = ConsoleAuth(password: password)
+        server = try HTTPServer(host: settings.host, port: settings.port,
+                                certificatePath: settings.tlsCertificate, keyPath: settings.tlsKey)
+        server.serve { [unowned self] request in self.respond(to: request) }
+        let scheme = server.usesTLS ? "https" : "http"
+        let shown = settings.host.contains(":") ? "[\(settings.host)]" : settings.host
+        logger.notice("console: \(scheme)://\(shown):\(server.port)/ (user \(ConsolePassword.user))")
+    }
+
+    public func stop() {
+        MainLoop.preconditionOnLoopThread()
+        server.stop()
+    }
+
+    // MARK: Routing
+
+    func respond(to request: HTTPRequest) -> HTTPResponse {
+        let path = request.path
+        if path == "/healthz" { return health() }
+        if path == "/api/v1/login", request.method == "POST" { return login(request) }
+        if path == "/" || path == "/index.html", request.method == "GET" {
+            // The page itself holds nothing private; it asks for the password and then uses the API.
+            return HTTPResponse(status: 200, headers: pageHeaders, body: .data(Data(ConsolePage.html.utf8)))
+        }
+        let proof: ConsoleAuth.Proof
+        switch auth.check(request) {
+        case .success(let p): proof = p
+        case .failure(let refusal): return answer(refusal, browser: !path.hasPrefix("/api/") && path != "/metrics")
+        }
+        switch (request.method, path) {
+        case ("POST", "/api/v1/logout"):
+            auth.logout(request)
+            return HTTPResponse(status: 204, headers: [("Set-Cookie", "\(ConsoleAuth.cookieName)=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict")])
+        case ("GET", "/api/v1/session"):
+            // A reloaded page has its cookie but not its CSRF token; another site cannot read this answer.
+            if case .session(let session) = proof { return json(200, SessionAnswer(user: ConsolePassword.user, csrfToken: session.csrf)) }
+            return json(200, SessionAnswer(user: ConsolePassword.user, csrfToken: nil))
+        case ("GET", "/api/v1/status"): return json(200, status())
+        case ("GET", "/api/v1/chunks"): return chunks(request)
+        case ("GET", "/api/v1/settings"), ("HEAD", "/api/v1/settings"): return currentSettings()
+        case ("PATCH", "/api/v1/settings"): return patchSettings(request)
+        case ("POST", "/api/v1/uploads"): return requestUploads(request)
+        case ("GET", "/api/v1/servers"): return servers()
+        case ("GET", "/metrics"): return metrics()
+        case ("GET", _) where path.hasPrefix("/api/v1/chunks/"), ("HEAD", _) where path.hasPrefix("/api/v1/chunks/"):
+            return download(String(path.dropFirst("/api/v1/chunks/".count)), request: request)
+        default:
+            return error(404, "not_found", "no such page or API: \(request.method) \(loggable(path))")
+        }
+    }
+
+    private var pageHeaders: [(String, String)] {
+        [("Content-Type", "text/html; charset=utf-8"),
+         ("Cache-Control", "no-store"),
+         ("X-Frame-Options", "DENY"),
+         ("Content-Security-Policy", "default-src 'self'; img-src 'self' blob:; style-src 'self' 'unsafe-inline'; script-src 'self' 'unsafe-inline'; frame-ancestors 'none'")]
+    }
+
+    // MARK: Answers
+
+    func json<T: Encodable>(_ status: Int, _ value: T, headers: [(String, String)] = []) -> HTTPResponse {
+        let data = (try? ConsoleJSON.encoder.encode(value)) ?? Data("{}".utf8)
+        return HTTPResponse(status: status, headers: [("Content-Type", "application/json"), ("Cache-Control", "no-store")] + headers,
+                            body: .data(data))
+    }
+
+    func error(_ status: Int, _ code: String, _ message: String, field: String? = nil, allowed: [String]? = nil,
+               headers: [(String, String)] = []) -> HTTPResponse {
+        json(status, ErrorAnswer(error: .init(code: code, message: message, field: field, allowed: allowed)), headers: headers)
+    }
+
+    private func answer(_ refusal: ConsoleAuth.Refusal, browser: Bool) -> HTTPResponse {
+        switch refusal {
+        case .unauthenticated(let why):
+            // Scripts are told how to authenticate; the page handles its own login (no browser prompt).
+            let challenge: [(String, String)] = browser ? [] : [("WWW-Authenticate", "Basic realm=\"allspark-recorder\", charset=\"UTF-8\"")]
+            return error(401, "unauthorized", why, headers: challenge)
+        case .throttled(let seconds):
+            return error(429, "too_many_attempts", "too many failed logins from this address; try again in \(seconds) s",
+                         headers: [("Retry-After", "\(seconds)")])
+        case .forbidden(let why):
+            return error(403, "forbidden", why)
+        }
+    }
+
+    private func login(_ request: HTTPRequest) -> HTTPResponse {
+        struct Login: Decodable { var password: String }
+        guard let body = try? ConsoleJSON.decoder.decode(Login.self, from: request.body) else {
+            return error(400, "bad_request", "expected {\"password\": \"…\"}")
+        }
+        if let origin = request.headers["origin"], let host = request.headers["host"],
+           URL(string: origin).map({ ($0.host ?? "") + ($0.port.map { ":\($0)" } ?? "") })?.lowercased() != host.lowercased() {
+            return error(403, "forbidden", "cross-site login refused")
+        }
+        switch auth.login(password: body.password, from: request.remoteAddress) {
+        case .success(let session):
+            logger.info("console: \(ConsolePassword.user) logged in from \(request.remoteAddress)")
+            return json(200, LoginAnswer(token: session.token, csrfToken: session.csrf, user: ConsolePassword.user),
+                        headers: [("Set-Cookie", auth.cookie(for: session, secure: server.usesTLS))])
+        case .failure(let refusal):
+            logger.warning("console: failed login from \(request.remoteAddress)")
+            return answer(refusal, browser: false)
+        }
+    }
+
+    private func health() -> HTTPResponse {
+        struct Health: Encodable { var status: String; var recording: String; var server: String }
+        let state = service.recorder?.state
+        let server = service.link.map { "\($0.state)" } ?? "none"
+        let ok = state == .recording
+        return json(ok ? 200 : 503, Health(status: ok ? "ok" : "not_recording", recording: state.map { "\($0)" } ?? "stopped", server: server))
+    }
+}
+
+/// Times in queries: ISO 8601, or epoch seconds (negative: that many seconds ago).
+func parseTime(_ text: String, now: Date = Date()) -> Date? {
+    if let seconds = Double(text) {
+        return seconds < 0 ? now.addingTimeInterval(seconds) : Date(timeIntervalSince1970: seconds)
+    }
+    let formatter = ISO8601DateFormatter()
+    if let date = formatter.date(from: text) { return date }
+    formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+    return formatter.date(from: text)
+}
