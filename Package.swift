@@ -158,6 +158,10 @@ let package = Package(
                            .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(
+            name: "ConsoleTests",
+            dependencies: ["Console", "RecorderService", "Recorder", "RecorderCore", "GLibSupport", "RecorderTestSupport"]
+        ),
+        .testTarget(
             name: "GLibSupportTests",
             dependencies: ["GLibSupport"]
         ),

@@ -1,0 +1,195 @@
+import XCTest
+import Console
+import Foundation
+import GLibSupport
+import Recorder
+import RecorderCore
+import RecorderService
+import RecorderTestSupport
+
+/// The console over real HTTP: the service records the test source, the
+/// console listens on loopback, and curl (a real client, in its own process)
+/// asks while the main loop serves.
+final class ConsoleTests: XCTestCase {
+    struct Answer {
+        var status: Int
+        var headers: [String: String]
+        var body: Data
+        var text: String { String(decoding: body, as: UTF8.self) }
+        func json() -> [String: Any] { ((try? JSONSerialization.jsonObject(with: body)) as? [String: Any]) ?? [:] }
+    }
+
+    var storage: TemporaryDirectory!
+    var service: RecorderService!
+    var console: Console!
+    let password = "correct horse battery"
+
+    override func setUpWithError() throws {
+        storage = TemporaryDirectory()
+        let config = storage.file("recorder.toml")
+        try """
+            [server]
+            host = ""
+            discovery = false
+            [recording]
+            pipeline = "\(repoPath("pipelines/test.pipeline"))"
+            storage_dir = "\(storage.file("chunks").path)"
+            chunk_duration_ms = 1000
+            [privacy]
+            face_blur = false
+            [console]
+            listen = "127.0.0.1:0"
+            [pipeline.vars]
+            width = 320
+            height = 240
+            framerate = 30
+            bitrate_kbps = 500
+            """.write(to: config, atomically: true, encoding: .utf8)
+        service = try RecorderService(settings: ServiceSettings(configFile: config.path))
+        try ConsolePassword(storageDirectory: storage.file("chunks").path).set(password)
+        try service.start()
+        console = try Console(service: service)
+        XCTAssertTrue(waitOnMainLoop(10) { (self.service.recorder?.catalog.all.count ?? 0) >= 2 }, "chunks to look at")
+    }
+
+    override func tearDown() {
+        console?.stop()
+        if let service {
+            var stopped = false
+            service.stop(reason: "test") { stopped = true }
+            waitOnMainLoop(20) { stopped }
+        }
+    }
+
+    var base: String { "http://127.0.0.1:\(console.port)" }
+
+    /// One request with curl; `arguments` are curl's (headers, method, data).
+    func request(_ path: String, _ arguments: [String] = []) throws -> Answer {
+        let scratch = TemporaryDirectory()
+        let headers = scratch.file("headers"), body = scratch.file("body")
+        let (status, output) = try runWhileServing("/usr/bin/curl", ["-s", "-D", headers.path, "-o", body.path, "-w", "%{http_code}"]
+                                                   + arguments + [base + path], timeout: 30)
+        XCTAssertEqual(status, 0, "curl: \(output)")
+        var parsed: [String: String] = [:]
+        for line in ((try? String(contentsOf: headers, encoding: .utf8)) ?? "").split(separator: "\r\n") {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            parsed[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        return Answer(status: Int(output.suffix(3)) ?? 0, headers: parsed, body: (try? Data(contentsOf: body)) ?? Data())
+    }
+
+    func login() throws -> (cookie: String, csrf: String, token: String) {
+        let answer = try request("/api/v1/login", ["-X", "POST", "-H", "Content-Type: application/json", "--data", #"{"password":"\#(password)"}"#])
+        XCTAssertEqual(answer.status, 200, answer.text)
+        let cookie = answer.headers["set-cookie"] ?? ""
+        XCTAssertTrue(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"), cookie)
+        let json = answer.json()
+        return (String(cookie.split(separator: ";")[0]), json["csrf_token"] as? String ?? "", json["token"] as? String ?? "")
+    }
+
+    func testEveryWayInIsCheckedAndOnlyHealthIsOpen() throws {
+        XCTAssertEqual(try request("/healthz").status, 200, "health needs no password")
+        XCTAssertEqual(try request("/api/v1/status").status, 401)
+        XCTAssertEqual(try request("/metrics").status, 401)
+        XCTAssertEqual(try request("/api/v1/chunks").status, 401)
+
+        // Scripts: Basic and bearer.
+        let basic = try request("/api/v1/status", ["-u", "admin:\(password)"])
+        XCTAssertEqual(basic.status, 200)
+        XCTAssertEqual((basic.json()["recording"] as? [String: Any])?["state"] as? String, "recording")
+        XCTAssertEqual(try request("/api/v1/status", ["-u", "admin:wrong password"]).status, 401)
+        XCTAssertEqual(try request("/api/v1/status", ["-u", "root:\(password)"]).status, 401, "only admin")
+        let session = try login()
+        XCTAssertEqual(try request("/api/v1/status", ["-H", "Authorization: Bearer \(session.token)"]).status, 200)
+        XCTAssertEqual(try request("/api/v1/status", ["-H", "Authorization: Bearer \(session.token)x"]).status, 401)
+
+        // The browser: a cookie, and the CSRF token on every change.
+        XCTAssertEqual(try request("/api/v1/status", ["-H", "Cookie: \(session.cookie)"]).status, 200)
+        let upload = ["-X", "POST", "-H", "Content-Type: application/json", "--data", #"{"from":"2026-01-01T00:00:00Z","to":"2026-01-01T00:01:00Z"}"#]
+        let noToken = try request("/api/v1/uploads", upload + ["-H", "Cookie: \(session.cookie)"])
+        XCTAssertEqual(noToken.status, 403, noToken.text)
+        let withToken = try request("/api/v1/uploads", upload + ["-H", "Cookie: \(session.cookie)", "-H", "X-CSRF-Token: \(session.csrf)"])
+        XCTAssertEqual(withToken.status, 409, "past the checks: no server to send to — \(withToken.text)")
+        XCTAssertEqual((withToken.json()["error"] as? [String: Any])?["code"] as? String, "no_server")
+        let crossSite = try request("/api/v1/uploads", upload + ["-H", "Cookie: \(session.cookie)", "-H", "X-CSRF-Token: \(session.csrf)",
+                                                                  "-H", "Origin: http://evil.example"])
+        XCTAssertEqual(crossSite.status, 403, "another site's page cannot change anything, even with the user's cookie")
+        XCTAssertEqual(try request("/api/v1/uploads", upload + ["-u", "admin:\(password)", "-H", "Origin: http://evil.example"]).status, 403)
+
+        // Logging out ends the session for the cookie and the token alike.
+        XCTAssertEqual(try request("/api/v1/logout", ["-X", "POST", "-H", "Cookie: \(session.cookie)", "-H", "X-CSRF-Token: \(session.csrf)"]).status, 204)
+        XCTAssertEqual(try request("/api/v1/status", ["-H", "Cookie: \(session.cookie)"]).status, 401)
+        XCTAssertEqual(try request("/api/v1/status", ["-H", "Authorization: Bearer \(session.token)"]).status, 401)
+    }
+
+    func testRepeatedFailuresAreSlowedDownEvenWithTheRightPasswordAfter() throws {
+        for _ in 0..<3 { XCTAssertEqual(try request("/api/v1/status", ["-u", "admin:guess"]).status, 401) }
+        let blocked = try request("/api/v1/status", ["-u", "admin:\(password)"])
+        XCTAssertEqual(blocked.status, 429, "a guesser waits, right password or not")
+        XCTAssertNotNil(blocked.headers["retry-after"])
+        let wrongLogin = try request("/api/v1/login", ["-X", "POST", "--data", #"{"password":"guess"}"#])
+        XCTAssertEqual(wrongLogin.status, 429)
+    }
+
+    func testChunksAreListedAndDownloadedByteForByteWholeAndByRange() throws {
+        let list = try request("/api/v1/chunks?from=-3600", ["-u", "admin:\(password)"])
+        XCTAssertEqual(list.status, 200)
+        let chunks = list.json()["chunks"] as? [[String: Any]] ?? []
+        let catalog = try XCTUnwrap(service.recorder?.catalog)
+        XCTAssertEqual(chunks.compactMap { $0["name"] as? String }, catalog.chunks(from: Date().timeIntervalSince1970 - 3600).map(\.file))
+        let first = try XCTUnwrap(catalog.all.first)
+        XCTAssertEqual(chunks.first?["start"] as? String, ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: first.start)))
+        let local = try Data(contentsOf: catalog.url(of: first))
+        let whole = try request("/api/v1/chunks/\(first.file)", ["-u", "admin:\(password)"])
+        XCTAssertEqual(whole.status, 200)
+        XCTAssertEqual(whole.body, local)
+        XCTAssertEqual(whole.headers["content-type"], "video/mp4")
+        let part = try request("/api/v1/chunks/\(first.file)", ["-u", "admin:\(password)", "-H", "Range: bytes=100-1099"])
+        XCTAssertEqual(part.status, 206)
+        XCTAssertEqual(part.body, local.subdata(in: 100..<1100))
+        XCTAssertEqual(part.headers["content-range"], "bytes 100-1099/\(local.count)")
+        XCTAssertEqual(try request("/api/v1/chunks/\(first.file)", ["-u", "admin:\(password)", "-H", "Range: bytes=\(local.count)-"]).status, 416)
+
+        // Only catalogued chunks: nothing else in (or outside) the folder is served.
+        XCTAssertEqual(try request("/api/v1/chunks/console-password.json", ["-u", "admin:\(password)"]).status, 404)
+        let escape = try request("/api/v1/chunks/..%2F..%2Fetc%2Fpasswd", ["-u", "admin:\(password)"])
+        XCTAssertTrue([400, 404].contains(escape.status), "refused by libsoup (400) or not in the catalog (404): \(escape.status)")
+        XCTAssertFalse(escape.text.contains("root:"))
+        XCTAssertEqual(try request("/api/v1/chunks/catalog.json", ["-u", "admin:\(password)"]).status, 404)
+    }
+
+    func testSettingsChangeLiveOnlyFromTheVersionReadAndSayWhatIsAllowed() throws {
+        let auth = ["-u", "admin:\(password)"]
+        let read = try request("/api/v1/settings", auth)
+        XCTAssertEqual(read.status, 200)
+        let etag = try XCTUnwrap(read.headers["etag"])
+        XCTAssertEqual(read.json()["video_format"] as? String, "mp4")
+        let patch = ["-X", "PATCH", "-H", "Content-Type: application/json"] + auth
+        XCTAssertEqual(try request("/api/v1/settings", patch + ["--data", #"{"video_format":"mov"}"#]).status, 428, "If-Match is required")
+        let bad = try request("/api/v1/settings", patch + ["-H", "If-Match: \(etag)", "--data", #"{"video_format":"avi"}"#])
+        XCTAssertEqual(bad.status, 422)
+        let detail = bad.json()["error"] as? [String: Any]
+        XCTAssertEqual(detail?["field"] as? String, "video_format")
+        XCTAssertEqual(detail?["allowed"] as? [String], ["mp4", "mov"])
+        let changed = try request("/api/v1/settings", patch + ["-H", "If-Match: \(etag)", "--data", #"{"video_format":"mov","chunk_duration_ms":2000}"#])
+        XCTAssertEqual(changed.status, 200, changed.text)
+        XCTAssertEqual(service.recorder?.currentTuning.videoFormat, .mov, "applied live through the recorder's retune")
+        XCTAssertEqual(service.recorder?.currentTuning.chunkDurationMs, 2000)
+        XCTAssertNotEqual(changed.headers["etag"], etag)
+        let stale = try request("/api/v1/settings", patch + ["-H", "If-Match: \(etag)", "--data", #"{"video_format":"mp4"}"#])
+        XCTAssertEqual(stale.status, 409, "a change made from an old reading is refused")
+        XCTAssertEqual(service.recorder?.currentTuning.videoFormat, .mov)
+        XCTAssertEqual(ServerSettingsStore(storageDirectory: storage.file("chunks").path).load()?.tuning.videoFormat, .mov,
+                       "kept for the next start")
+    }
+
+    func testMetricsAndHealthSayWhatTheRecorderDoes() throws {
+        let metrics = try request("/metrics", ["-u", "admin:\(password)"])
+        XCTAssertEqual(metrics.status, 200)
+        XCTAssertTrue(metrics.text.contains("allspark_recording 1"), metrics.text)
+        let chunks = service.recorder?.catalog.all.count ?? 0
+        XCTAssertTrue(metrics.text.contains("allspark_storage_chunks \(Double(chunks))") || metrics.text.contains("allspark_storage_chunks \(Double(chunks + 1))"), metrics.text)
+        let health = try request("/healthz")
+        XCTAssertEqual(health.json()["status"] as? String, "ok")
+    }
+}
