@@ -79,6 +79,8 @@ public final class Console {
         case ("POST", "/api/v1/uploads"): return requestUploads(request)
         case ("GET", "/api/v1/servers"): return servers()
         case ("GET", "/metrics"): return metrics()
+        case ("GET", "/api/v1/preview.mjpeg"): return previewStream()
+        case ("GET", "/api/v1/snapshot.jpg"): return snapshot()
         case ("GET", _) where path.hasPrefix("/api/v1/chunks/"), ("HEAD", _) where path.hasPrefix("/api/v1/chunks/"):
             return download(String(path.dropFirst("/api/v1/chunks/".count)), request: request)
         default:

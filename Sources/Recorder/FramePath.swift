@@ -63,6 +63,8 @@ public final class FramePath: @unchecked Sendable {
     private var stats = FrameStatistics()
     private var finished = false
     private var lastCaptureUptimeNs: UInt64?
+    /// Gets every recorded frame after the processor (set before the pipeline plays).
+    public var preview: PreviewTap?
 
     public init(sink: AppSink, source: AppSource, processor: FrameProcessor) {
         self.sink = sink
@@ -117,6 +119,8 @@ public final class FramePath: @unchecked Sendable {
     private func push(_ frames: [Sample]) {
         for frame in frames {
             let pushed = source.push(frame)
+            // What the encoder got, and only that, may be shown.
+            if pushed { preview?.offer(frame) }
             lock.lock()
             if pushed {
                 stats.recorded += 1

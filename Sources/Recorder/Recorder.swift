@@ -56,6 +56,8 @@ public final class Recorder {
     /// Why the last pipeline run failed or stopped producing frames, for
     /// reports such as "recorded nothing"; nil while nothing went wrong.
     public private(set) var lastProblem: String?
+    /// Live pictures of what is recorded, after the privacy stage (built only while watched).
+    public let preview: PreviewTap
 
     private let logger: Logger
     private let makeProcessor: (RecorderConfig) throws -> FrameProcessor
@@ -79,6 +81,7 @@ public final class Recorder {
         self.logger = logger
         self.makeProcessor = makeProcessor
         self.tuning = config.tuning
+        preview = PreviewTap(settings: .init(framesPerSecond: config.console.previewFps, maximumWidth: config.console.previewWidth))
         GStreamer.initialize()
         catalog = try ChunkCatalog(directory: URL(fileURLWithPath: config.recording.storageDirectory),
                                    logger: Logger(label: "allspark.catalog"))
@@ -126,7 +129,7 @@ public final class Recorder {
             let processor = try makeProcessor(config)
             let session = RecordingSession(loaded: loaded, storage: catalog.directory, tuning: tuning,
                                            frameTimeout: config.recording.frameTimeoutSeconds,
-                                           processor: processor, logger: logger)
+                                           processor: processor, preview: preview, logger: logger)
             session.onChunkFinished = { [weak self] chunk in self?.chunkFinished(chunk) }
             session.onFirstFrame = { [weak self, weak session] in
                 guard let self, let session, session === self.session, self.state == .waitingForSource else { return }

@@ -50,11 +50,12 @@ final class RecordingSession {
     }
 
     init(loaded: LoadedPipeline, storage: URL, tuning: RecordingTuning, frameTimeout: Double,
-         processor: FrameProcessor, logger: Logger) {
+         processor: FrameProcessor, preview: PreviewTap? = nil, logger: Logger) {
         self.loaded = loaded
         self.logger = logger
         self.frameTimeout = frameTimeout
         let framePath = FramePath(sink: loaded.captureSink, source: loaded.processedSource, processor: processor)
+        framePath.preview = preview
         self.framePath = framePath
         chunkSink = ChunkSink(pipeline: loaded.pipeline, element: loaded.chunkSink, storage: storage, tuning: tuning,
                               logger: logger, frameStatistics: { framePath.statistics })

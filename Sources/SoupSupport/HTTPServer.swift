@@ -69,6 +69,7 @@ public final class HTTPStream {
     private var pending = 0
     public let maximumPending: Int
     public private(set) var isClosed = false
+    private var wroteAny = false
     /// Called once, when the client goes away or the answer is finished.
     public var onClose: (() -> Void)?
     /// Called (soon after, on the main loop) whenever the client took a piece and another may go out.
@@ -113,8 +114,17 @@ public final class HTTPStream {
             soup_message_body_append(body, SOUP_MEMORY_COPY, raw.baseAddress, gsize(raw.count))
         }
         pending += 1
+        wroteAny = true
         soup_server_message_unpause(message)
         return true
+    }
+
+    /// Answers `status` with an empty body instead, when nothing was written yet.
+    public func fail(status: Int) {
+        MainLoop.preconditionOnLoopThread()
+        guard !isClosed, !wroteAny else { return finish() }
+        soup_server_message_set_status(message, guint(status), nil)
+        finish()
     }
 
     /// Ends the answer.
