@@ -159,7 +159,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ConsoleTests",
-            dependencies: ["Console", "RecorderService", "Recorder", "RecorderCore", "GLibSupport", "RecorderTestSupport"]
+            dependencies: ["Console", "RecorderService", "Recorder", "RecorderCore", "FaceBlur", "GLibSupport", "RecorderTestSupport"]
         ),
         .testTarget(
             name: "GLibSupportTests",

@@ -10,6 +10,10 @@ import Logging
 /// capped rate, into a one-picture leaky queue: a slow encoder or viewer
 /// drops preview pictures, never recorded frames.
 ///
+/// The privacy stage hands frames on in bursts (it holds them until a search
+/// confirmed them), so pictures are chosen by their timestamps, not by when
+/// they arrive, and played out at their own pace a moment later.
+///
 /// Threading: `offer` runs on the capture streaming thread; everything else
 /// on the main loop, where pictures are delivered too. `lock` guards what both touch.
 public final class PreviewTap: @unchecked Sendable {
@@ -32,12 +36,21 @@ public final class PreviewTap: @unchecked Sendable {
     private let lock = NSLock()
     /// The encoder's input while someone watches (under `lock`).
     private var input: AppSource?
-    private var lastOfferNs: UInt64 = 0
+    /// The timestamp from which the next picture is due.
+    private var nextDue: ClockTime = 0
     /// Pictures handed to the encoder since it was built (under `lock`; tests and metrics).
     private var offered = 0
 
     // Main loop only.
     private var encoder: Pipeline?
+    /// Pictures made and waiting for their moment, oldest first.
+    private var playout: [(time: UInt64, picture: Data)] = []
+    /// Which timestamp is shown at which moment (uptime ns), once playing.
+    private var anchor: (time: UInt64, uptime: UInt64)?
+    private var playoutTimer: MainLoop.Source?
+    private var made = 0
+    /// How long pictures wait before they are shown, so a burst plays out evenly.
+    private let playoutDelayNs: UInt64 = 600_000_000
     private var watchers: [Int: Watcher] = [:]
     private var nextID = 0
     /// The last picture made, for stills.
@@ -53,11 +66,12 @@ public final class PreviewTap: @unchecked Sendable {
 
     /// Called with each recorded frame, after the privacy stage (streaming thread).
     func offer(_ frame: Sample) {
-        let now = DispatchTime.now().uptimeNanoseconds
-        let interval = UInt64(1e9 / settings.framesPerSecond)
+        guard let time = frame.presentationTime else { return }
+        let interval = ClockTime(1e9 / settings.framesPerSecond)
         let target: AppSource? = lock.withLock {
-            guard let input, now &- lastOfferNs >= interval else { return nil }
-            lastOfferNs = now
+            // A restarted pipeline starts its timestamps again.
+            guard let input, time >= nextDue || nextDue - time > 10 * interval else { return nil }
+            nextDue = time + interval
             offered += 1
             return input
         }
@@ -83,38 +97,72 @@ public final class PreviewTap: @unchecked Sendable {
     private func buildEncoder() throws {
         // Scaled to at most the width asked, keeping the aspect ratio; one picture in flight.
         let pipeline = try Pipeline.parse("""
-            appsrc name=preview_in format=time is-live=true block=false max-buffers=1 leaky-type=downstream \
+            appsrc name=preview_in format=time is-live=false block=false max-buffers=8 max-bytes=0 leaky-type=downstream \
             ! videoconvert ! videoscale add-borders=false \
             ! capsfilter name=preview_size ! jpegenc quality=\(settings.quality) \
-            ! appsink name=preview_out sync=false max-buffers=1 drop=true
+            ! appsink name=preview_out sync=false async=false max-buffers=1 drop=true
             """)
         guard let source = pipeline.element(named: "preview_in").flatMap(AppSource.init),
               let sink = pipeline.element(named: "preview_out").flatMap(AppSink.init) else {
             throw GStreamerError("the preview pipeline has no appsrc/appsink")
         }
         sink.setHandlers(onSample: { [weak self] sample in
-            guard let picture = sample.bytes else { return true }
-            MainLoop.post { self?.deliver(picture) }
+            guard let picture = sample.bytes, let time = sample.presentationTime else { return true }
+            MainLoop.post { self?.arrived(picture, time: UInt64(time)) }
             return true
         }, onEndOfStream: {})
         pipeline.element(named: "preview_size")?.set("caps", "video/x-raw,width=[1,\(settings.maximumWidth)],pixel-aspect-ratio=1/1")
         guard pipeline.setState(.playing) else { throw GStreamerError("the preview pipeline does not start") }
         encoder = pipeline
+        made = 0
         lock.withLock {
             input = source
             offered = 0
+            nextDue = 0
         }
         logger.info("preview: started (at most \(settings.framesPerSecond) pictures/s, \(settings.maximumWidth) px wide)")
     }
 
     private func tearDownEncoder() {
         lock.withLock { input = nil }
+        playoutTimer?.cancel()
+        playoutTimer = nil
+        playout.removeAll()
+        anchor = nil
         if let encoder {
             encoder.element(named: "preview_out").flatMap(AppSink.init)?.clearHandlers()
             _ = encoder.setState(.null)
         }
         encoder = nil
-        logger.info("preview: stopped (nobody watches)")
+        logger.info("preview: stopped (nobody watches); \(picturesOffered) pictures offered, \(made) made")
+    }
+
+    private func arrived(_ picture: Data, time: UInt64) {
+        guard encoder != nil else { return }
+        made += 1
+        let now = DispatchTime.now().uptimeNanoseconds
+        // Anchor anew at the start, after a restart (timestamps went back) and after a stall.
+        if let (t, u) = anchor, time >= t, u &+ (time - t) &+ playoutDelayNs >= now {} else {
+            anchor = (time, now + playoutDelayNs)
+            playout.removeAll()
+        }
+        playout.append((time, picture))
+        if playout.count > 32 { playout.removeFirst() }
+        if playoutTimer == nil { scheduleNext() }
+    }
+
+    private func scheduleNext() {
+        guard let next = playout.first, let (t, u) = anchor else { playoutTimer = nil; return }
+        let due = u &+ (next.time &- t)
+        let now = DispatchTime.now().uptimeNanoseconds
+        let wait = due > now ? Double(due - now) / 1e9 : 0
+        playoutTimer = MainLoop.after(wait) { [weak self] in
+            guard let self else { return }
+            self.playoutTimer = nil
+            guard !self.playout.isEmpty else { return }
+            self.deliver(self.playout.removeFirst().picture)
+            self.scheduleNext()
+        }
     }
 
     private func deliver(_ picture: Data) {
