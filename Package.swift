@@ -57,8 +57,12 @@ let package = Package(
             ]
         ),
         .target(
+            name: "FaceDetectorSupport",
+            dependencies: ["CFaceDetector"]
+        ),
+        .target(
             name: "FaceBlur",
-            dependencies: ["CFaceDetector", "GStreamerSupport", "GLibSupport", "Recorder", "RecorderCore", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["FaceDetectorSupport", "GStreamerSupport", "GLibSupport", "Recorder", "RecorderCore", .product(name: "Logging", package: "swift-log")]
         ),
         // The WebSocket handshake over GIO and a gated output stream under
         // libsoup's WebSocket, so big uploads stream from the file (see its header).
@@ -75,8 +79,12 @@ let package = Package(
             dependencies: ["SoupSupport", "RecorderCore", "GLibSupport", .product(name: "Logging", package: "swift-log")]
         ),
         .target(
+            name: "AvahiSupport",
+            dependencies: ["CAvahi"]
+        ),
+        .target(
             name: "Discovery",
-            dependencies: ["CAvahi", "GLibSupport", "RecorderCore", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["AvahiSupport", "GLibSupport", "RecorderCore", .product(name: "Logging", package: "swift-log")]
         ),
         .target(
             name: "GLibSupport",
@@ -122,12 +130,12 @@ let package = Package(
         ),
         .testTarget(
             name: "ServerLinkTests",
-            dependencies: ["ServerLink", "SoupSupport", "Recorder", "RecorderCore", "GLibSupport", "CGLib", "RecorderTestSupport",
+            dependencies: ["ServerLink", "SoupSupport", "Recorder", "RecorderCore", "GLibSupport", "RecorderTestSupport",
                            .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(
             name: "DiscoveryTests",
-            dependencies: ["Discovery", "RecorderCore", "GLibSupport", "CGLib", "RecorderTestSupport",
+            dependencies: ["Discovery", "RecorderCore", "GLibSupport", "RecorderTestSupport",
                            .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(
