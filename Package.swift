@@ -4,16 +4,20 @@ import PackageDescription
 // Layout (one target per concern):
 //   CGLib, CGStreamer, CSoup, CAvahi  system library modules (pkg-config) + tiny inline shims
 //   GLibSupport                 the GLib main loop that drives everything, and the callback box the C boundaries share
-//   GStreamerSupport            the unsafe C boundary: typed Swift over GStreamer
+//   GStreamerSupport            the GStreamer boundary: typed Swift over GStreamer; element and pad pointers stay inside
 //   CFaceDetector               C++ shim: CenterFace face detection (OpenCV DNN), pixelation
+//   FaceDetectorSupport         the OpenCV boundary: CenterFace net, detection in a region, block means, pixelation in Swift types
 //   RecorderCore                pure Swift: config, TOML, pipeline templates, chunk catalog, retention
 //   Recorder                    the media engine: pipeline, frame path, chunk lifecycle, service
 //   FaceBlur                    the privacy stage: detection thread, tracking, anonymisation
 //   CSoupShim                   C: WebSocket handshake over GIO, gated stream for streamed uploads
 //   SoupSupport                 the libsoup boundary: WebSocket client and a small HTTP/WebSocket server
 //   ServerLink                  the AllSpark server connection (protocol over SoupSupport)
-//   Discovery                   finding AllSpark servers: the Avahi browser (_allspark._tcp) and the auto-connect policy
+//   AvahiSupport                the Avahi boundary: client with its state, service browser and resolver, typed events
+//   Discovery                   finding AllSpark servers: browsing _allspark._tcp over AvahiSupport, the auto-connect policy
 //   allspark-recorder           the command-line executable
+// Each C module is imported by its boundary target alone (…Support, SoupSupport
+// with CSoupShim); every other target and every test speaks Swift types.
 let package = Package(
     name: "allspark-recorder",
     platforms: [.macOS(.v13)],
