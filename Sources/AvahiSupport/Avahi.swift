@@ -95,6 +95,8 @@ public final class AvahiClient {
 
     private let poll: OpaquePointer
     fileprivate var pointer: OpaquePointer?
+    /// Set by `close`: a callback after it refers to a freed client.
+    private var closed = false
     private let onStateChange: (AvahiClient, State) -> Void
     /// What was made from this client and is still open, so closing the client can invalidate it.
     private var lookups: [ObjectIdentifier: WeakLookup] = [:]
@@ -133,6 +135,7 @@ public final class AvahiClient {
     }
 
     private func changed(_ client: OpaquePointer, _ state: AvahiClientState) {
+        guard !closed else { return }
         // The first call comes from inside avahi_client_new, before it has returned the client.
         if pointer == nil { pointer = client }
         let typed: State
@@ -152,6 +155,7 @@ public final class AvahiClient {
 
     /// Frees the client and everything made from it (no callbacks follow).
     public func close() {
+        closed = true
         guard let pointer else { return }
         self.pointer = nil
         invalidateLookups()
