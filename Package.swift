@@ -4,17 +4,21 @@ import PackageDescription
 // Layout (one target per concern):
 //   CGLib, CGStreamer, CSoup, CAvahi  system library modules (pkg-config) + tiny inline shims
 //   GLibSupport                 the GLib main loop that drives everything, and the callback box the C boundaries share
-//   GStreamerSupport            the unsafe C boundary: typed Swift over GStreamer
+//   GStreamerSupport            the GStreamer boundary: typed Swift over GStreamer; element and pad pointers stay inside
 //   CFaceDetector               C++ shim: CenterFace face detection (OpenCV DNN), pixelation
+//   FaceDetectorSupport         the OpenCV boundary: CenterFace net, detection in a region, block means, pixelation in Swift types
 //   RecorderCore                pure Swift: config, TOML, pipeline templates, chunk catalog, retention
 //   Recorder                    the media engine: pipeline, frame path, chunk lifecycle, service
 //   FaceBlur                    the privacy stage: detection thread, tracking, anonymisation
 //   CSoupShim                   C: WebSocket handshake over GIO, gated stream for streamed uploads
 //   SoupSupport                 the libsoup boundary: WebSocket client and a small HTTP/WebSocket server
 //   ServerLink                  the AllSpark server connection (protocol over SoupSupport)
-//   Discovery                   finding AllSpark servers: the Avahi browser (_allspark._tcp) and the auto-connect policy
+//   AvahiSupport                the Avahi boundary: client with its state, service browser and resolver, typed events
+//   Discovery                   finding AllSpark servers: browsing _allspark._tcp over AvahiSupport, the auto-connect policy
 //   RecorderService             the service core: recorder + privacy stage + server link + discovery + settings, one lifecycle
 //   allspark-recorder           the command-line executable
+// Each C module is imported by its boundary target alone (…Support, SoupSupport
+// with CSoupShim); every other target and every test speaks Swift types.
 let package = Package(
     name: "allspark-recorder",
     platforms: [.macOS(.v13)],
@@ -60,8 +64,12 @@ let package = Package(
             ]
         ),
         .target(
+            name: "FaceDetectorSupport",
+            dependencies: ["CFaceDetector"]
+        ),
+        .target(
             name: "FaceBlur",
-            dependencies: ["CFaceDetector", "GStreamerSupport", "GLibSupport", "Recorder", "RecorderCore", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["FaceDetectorSupport", "GStreamerSupport", "GLibSupport", "Recorder", "RecorderCore", .product(name: "Logging", package: "swift-log")]
         ),
         // The WebSocket handshake over GIO and a gated output stream under
         // libsoup's WebSocket, so big uploads stream from the file (see its header).
@@ -78,8 +86,12 @@ let package = Package(
             dependencies: ["SoupSupport", "RecorderCore", "GLibSupport", .product(name: "Logging", package: "swift-log")]
         ),
         .target(
+            name: "AvahiSupport",
+            dependencies: ["CAvahi"]
+        ),
+        .target(
             name: "Discovery",
-            dependencies: ["CAvahi", "GLibSupport", "RecorderCore", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["AvahiSupport", "GLibSupport", "RecorderCore", .product(name: "Logging", package: "swift-log")]
         ),
         .target(
             name: "GLibSupport",
@@ -144,12 +156,12 @@ let package = Package(
         ),
         .testTarget(
             name: "ServerLinkTests",
-            dependencies: ["ServerLink", "SoupSupport", "Recorder", "RecorderCore", "RecorderService", "GLibSupport", "CGLib", "RecorderTestSupport",
+            dependencies: ["ServerLink", "SoupSupport", "Recorder", "RecorderCore", "RecorderService", "GLibSupport", "RecorderTestSupport",
                            .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(
             name: "DiscoveryTests",
-            dependencies: ["Discovery", "RecorderCore", "GLibSupport", "CGLib", "RecorderTestSupport",
+            dependencies: ["Discovery", "RecorderCore", "GLibSupport", "RecorderTestSupport",
                            .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(

@@ -1,4 +1,4 @@
-import CFaceDetector
+import FaceDetectorSupport
 import Foundation
 
 /// A rectangle in frame pixels.
@@ -57,26 +57,24 @@ public protocol FaceDetecting: AnyObject {
                 threshold: Float) throws -> [FaceDetection]
 }
 
-/// CenterFace through OpenCV DNN (the CFaceDetector shim).
+/// CenterFace through OpenCV DNN (`FaceDetectorSupport`).
 ///
 /// Threading: not thread-safe; one thread uses a detector (the stage's
 /// detection thread, or a test).
 public final class FaceDetector: FaceDetecting {
-    private let handle: OpaquePointer
+    private let net: CenterFaceNet
 
     /// Loads the model; throws with the reason when it is missing or unreadable.
     public init(modelPath: String, threads: Int = 2) throws {
         guard FileManager.default.isReadableFile(atPath: modelPath) else {
             throw FaceDetectorError(description: "the face model \(modelPath) is missing; scripts/setup installs it (scripts/fetch-face-model)")
         }
-        var err = [CChar](repeating: 0, count: 512)
-        guard let handle = afd_create(modelPath, Int32(threads), &err, err.count) else {
-            throw FaceDetectorError(description: "cannot load the face model \(modelPath): \(String(cString: err))")
+        do {
+            net = try CenterFaceNet(modelPath: modelPath, threads: threads)
+        } catch {
+            throw FaceDetectorError(description: "cannot load the face model \(modelPath): \(error)")
         }
-        self.handle = handle
     }
-
-    deinit { afd_free(handle) }
 
     /// Network input size for a region: `width` wide (a multiple of 32), the
     /// height following the region's aspect ratio, rounded to a multiple of 32.
@@ -104,16 +102,15 @@ public final class FaceDetector: FaceDetecting {
     public func detect(luma: UnsafePointer<UInt8>, width: Int, height: Int, stride: Int,
                        region r: FaceRect, input: (width: Int, height: Int), keepAspect: Bool,
                        threshold: Float) throws -> [FaceDetection] {
-        let rx = Int(r.x.rounded()), ry = Int(r.y.rounded()), rw = Int(r.width.rounded()), rh = Int(r.height.rounded())
-        var faces = [afd_face](repeating: afd_face(), count: 64)
-        var err = [CChar](repeating: 0, count: 512)
-        let detect = keepAspect ? afd_detect_gray_fit : afd_detect_gray
-        let n = detect(handle, luma, Int32(width), Int32(height), Int32(stride),
-                       Int32(rx), Int32(ry), Int32(rw), Int32(rh),
-                       Int32(input.width), Int32(input.height), threshold,
-                       &faces, Int32(faces.count), &err, err.count)
-        guard n >= 0 else { throw FaceDetectorError(description: "face detection failed: \(String(cString: err))") }
-        return faces.prefix(Int(n)).map {
+        let region = PixelRect(x: Int(r.x.rounded()), y: Int(r.y.rounded()), width: Int(r.width.rounded()), height: Int(r.height.rounded()))
+        let faces: [CenterFaceNet.Face]
+        do {
+            faces = try net.detect(luma: luma, width: width, height: height, stride: stride, region: region,
+                                   input: input, fit: keepAspect ? .keepAspect : .stretch, threshold: threshold)
+        } catch {
+            throw FaceDetectorError(description: "face detection failed: \(error)")
+        }
+        return faces.map {
             FaceDetection(rect: FaceRect(x: Double($0.x), y: Double($0.y), width: Double($0.width), height: Double($0.height)), score: $0.score)
         }
     }
@@ -123,18 +120,16 @@ public final class FaceDetector: FaceDetecting {
 public enum PlaneEditor {
     /// Means of `block`×`block` cells of a plane, row-major, ceil(width/block) per row.
     public static func blockMeans(_ plane: UnsafePointer<UInt8>, width: Int, height: Int, stride: Int, block: Int) -> [UInt8] {
-        let (w, h) = ((width + block - 1) / block, (height + block - 1) / block)
-        var out = [UInt8](repeating: 0, count: w * h)
-        out.withUnsafeMutableBufferPointer { _ = afd_block_means(plane, Int32(width), Int32(height), Int32(stride), Int32(block), $0.baseAddress!) }
-        return out
+        PlanePixels.blockMeans(plane, width: width, height: height, stride: stride, block: block)
     }
 
     /// Replaces each cell of the rectangle with its mean.
     public static func pixelate(_ plane: UnsafeMutablePointer<UInt8>, width: Int, height: Int, stride: Int,
                                 channels: Int = 1, rect: FaceRect, cell: Int) {
-        _ = afd_pixelate_plane_n(plane, Int32(width), Int32(height), Int32(stride), Int32(channels),
-                                 Int32(rect.x.rounded(.down)), Int32(rect.y.rounded(.down)),
-                                 Int32(rect.width.rounded(.up)), Int32(rect.height.rounded(.up)), Int32(max(1, cell)))
+        PlanePixels.pixelate(plane, width: width, height: height, stride: stride, channels: channels,
+                             rect: PixelRect(x: Int(rect.x.rounded(.down)), y: Int(rect.y.rounded(.down)),
+                                             width: Int(rect.width.rounded(.up)), height: Int(rect.height.rounded(.up))),
+                             cell: max(1, cell))
     }
 
     /// Sets every byte of the (clipped) rectangle to `value`.

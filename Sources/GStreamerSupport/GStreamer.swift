@@ -36,21 +36,33 @@ func consume(_ error: UnsafeMutablePointer<GError>?) -> GStreamerError {
 }
 
 /// A strong reference to a GstElement (or any GstObject subclass used as one).
-public class Element: @unchecked Sendable {
-    public let pointer: UnsafeMutablePointer<GstElement>
+///
+/// Two `Element`s are equal when they wrap the same GStreamer object
+/// (`pipeline.element(named:)` makes a new wrapper each time); `id` names
+/// that object without keeping it alive. The C pointer stays in this module.
+public class Element: Hashable, Identifiable, @unchecked Sendable {
+    let pointer: UnsafeMutablePointer<GstElement>
 
     /// Wraps a reference the caller already owns (transfer full).
-    public init(owning pointer: UnsafeMutablePointer<GstElement>) {
+    init(owning pointer: UnsafeMutablePointer<GstElement>) {
         self.pointer = pointer
     }
 
     /// Wraps a borrowed pointer, taking a reference of our own (sinks floating refs).
-    public init(borrowing pointer: UnsafeMutablePointer<GstElement>) {
+    init(borrowing pointer: UnsafeMutablePointer<GstElement>) {
         self.pointer = pointer
         gst_object_ref_sink(UnsafeMutableRawPointer(pointer))
     }
 
     deinit { gst_object_unref(UnsafeMutableRawPointer(pointer)) }
+
+    /// The identity of the GStreamer object, for use as a dictionary key
+    /// where holding the element would keep it alive (a signal handler of
+    /// the element itself). Valid as long as the element lives.
+    public var id: ObjectID { ObjectID(pointer) }
+
+    public static func == (a: Element, b: Element) -> Bool { a.pointer == b.pointer }
+    public func hash(into hasher: inout Hasher) { hasher.combine(pointer) }
 
     public static func make(_ factory: String, name: String? = nil) throws -> Element {
         GStreamer.initialize()
@@ -81,6 +93,17 @@ public class Element: @unchecked Sendable {
 
     public enum State { case null, ready, paused, playing }
 
+    /// The Swift state for a GstState; nil for GST_STATE_VOID_PENDING (no state).
+    static func state(_ state: GstState) -> State? {
+        switch state {
+        case GST_STATE_NULL: return .null
+        case GST_STATE_READY: return .ready
+        case GST_STATE_PAUSED: return .paused
+        case GST_STATE_PLAYING: return .playing
+        default: return nil
+        }
+    }
+
     /// Changes state; false when the change failed outright (the bus says why).
     @discardableResult
     public func setState(_ state: State) -> Bool {
@@ -104,7 +127,7 @@ public class Element: @unchecked Sendable {
 }
 
 public final class Pad: @unchecked Sendable {
-    public let pointer: UnsafeMutablePointer<GstPad>
+    let pointer: UnsafeMutablePointer<GstPad>
     init(owning pointer: UnsafeMutablePointer<GstPad>) { self.pointer = pointer }
     deinit { gst_object_unref(UnsafeMutableRawPointer(pointer)) }
 
@@ -115,6 +138,14 @@ public final class Pad: @unchecked Sendable {
 
     /// Sends end-of-stream into this (sink) pad.
     public func sendEndOfStream() -> Bool { gst_pad_send_event(pointer, gst_event_new_eos()) != 0 }
+}
+
+/// The identity of a GStreamer object, without a reference to it: equal for
+/// the same object while it lives (its address may be reused afterwards).
+public struct ObjectID: Hashable, Sendable, CustomStringConvertible {
+    private let address: UInt
+    init<T>(_ pointer: UnsafeMutablePointer<T>) { address = UInt(bitPattern: pointer) }
+    public var description: String { "0x" + String(address, radix: 16) }
 }
 
 /// Looks up the file duration with GstDiscoverer; nil when it is not playable.

@@ -140,12 +140,16 @@ extension Element {
         g_object_class_find_property(UnsafeMutableRawPointer(gobject.pointee.g_type_instance.g_class).assumingMemoryBound(to: GObjectClass.self), name) != nil
     }
 
-    /// True when `object` (a GstObject, e.g. the poster of a bus message) is this element or inside it.
-    public func contains(_ object: UnsafeMutableRawPointer?) -> Bool {
-        guard let object else { return false }
-        if object == UnsafeMutableRawPointer(pointer) { return true }
-        return gst_object_has_as_ancestor(object.assumingMemoryBound(to: GstObject.self),
-                                          UnsafeMutableRawPointer(pointer).assumingMemoryBound(to: GstObject.self)) != 0
+    /// True when `other` is this element or inside it (a bin's child, at any depth).
+    public func contains(_ other: Element) -> Bool {
+        Self.object(other.pointer, isOrIsInside: pointer)
+    }
+
+    /// True when `object` is `ancestor` or has it as an ancestor.
+    static func object<T, U>(_ object: UnsafeMutablePointer<T>, isOrIsInside ancestor: UnsafeMutablePointer<U>) -> Bool {
+        if UInt(bitPattern: object) == UInt(bitPattern: ancestor) { return true }
+        return gst_object_has_as_ancestor(UnsafeMutableRawPointer(object).assumingMemoryBound(to: GstObject.self),
+                                          UnsafeMutableRawPointer(ancestor).assumingMemoryBound(to: GstObject.self)) != 0
     }
 }
 

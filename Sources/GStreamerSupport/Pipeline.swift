@@ -122,7 +122,8 @@ public struct BusMessage {
         case error(message: String, debug: String?, noSpaceLeft: Bool)
         case warning(message: String)
         case endOfStream
-        case stateChanged(old: GstState, new: GstState)
+        /// nil: no state (GStreamer's VOID_PENDING).
+        case stateChanged(old: Element.State?, new: Element.State?)
         /// An element message with a named structure (e.g. splitmuxsink-fragment-closed).
         case element(name: String)
         case other
@@ -138,8 +139,9 @@ public struct BusMessage {
     }
     /// Name of the object that posted the message.
     public let sourceName: String
-    /// Identity of the posting object (compare with `Element.pointer`).
-    public let sourcePointer: UnsafeMutableRawPointer?
+    /// The posting object (an element, a pad …), with a reference of our own
+    /// so that it can be compared after the message is gone.
+    private let source: ObjectReference?
     /// String fields of the message structure (for element messages).
     public let strings: [String: String]
     /// Unsigned 64-bit fields of the message structure (times).
@@ -147,7 +149,7 @@ public struct BusMessage {
 
     init(_ message: UnsafeMutablePointer<GstMessage>) {
         let src = cgst_message_src(message)
-        sourcePointer = src.map { UnsafeMutableRawPointer($0) }
+        source = src.map(ObjectReference.init(borrowing:))
         sourceName = src.map { String(cString: cgst_object_name($0)) } ?? "?"
         var strings: [String: String] = [:]
         var times: [String: ClockTime] = [:]
@@ -172,7 +174,7 @@ public struct BusMessage {
         case GST_MESSAGE_STATE_CHANGED:
             var old = GST_STATE_VOID_PENDING, new = GST_STATE_VOID_PENDING, pending = GST_STATE_VOID_PENDING
             gst_message_parse_state_changed(message, &old, &new, &pending)
-            kind = .stateChanged(old: old, new: new)
+            kind = .stateChanged(old: Element.state(old), new: Element.state(new))
         case GST_MESSAGE_ELEMENT:
             if let structure = gst_message_get_structure(message) {
                 let count = gst_structure_n_fields(structure)
@@ -197,6 +199,25 @@ public struct BusMessage {
         self.strings = strings
         self.times = times
     }
+}
+
+extension BusMessage {
+    /// True when the message was posted by `element` or by something inside
+    /// it (a bin's child, at any depth, or one of their pads).
+    public func comes(fromInside element: Element) -> Bool {
+        guard let source else { return false }
+        return Element.object(source.pointer, isOrIsInside: element.pointer)
+    }
+}
+
+/// A strong reference to any GstObject (a message's poster need not be an element).
+final class ObjectReference {
+    let pointer: UnsafeMutablePointer<GstObject>
+    init(borrowing pointer: UnsafeMutablePointer<GstObject>) {
+        self.pointer = pointer
+        _ = gst_object_ref(UnsafeMutableRawPointer(pointer))
+    }
+    deinit { gst_object_unref(UnsafeMutableRawPointer(pointer)) }
 }
 
 extension Pipeline {

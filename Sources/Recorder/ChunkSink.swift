@@ -33,9 +33,9 @@ final class ChunkSink {
     private var activeFormat: VideoFormat
     private var chunkDurationMs: Int
     /// Sinks told to finish (EOS), and how their last chunk ends.
-    private var endings: [UnsafeMutableRawPointer: Ending] = [:]
+    private var endings: [ObjectID: Ending] = [:]
     /// Swapped-out sinks, removed from the pipeline once their last chunk is closed.
-    private var retired: [UnsafeMutableRawPointer: Element] = [:]
+    private var retired: [ObjectID: Element] = [:]
 
     /// How a sink's input ended, which fixes the end time of its last chunk.
     /// splitmuxsink reports a chunk closed by a split at the start of the
@@ -47,7 +47,7 @@ final class ChunkSink {
         case swapped(atRunningTime: UInt64)
     }
     /// The container each sink was configured with (a swapped-out sink keeps its own).
-    private var formats: [UnsafeMutableRawPointer: VideoFormat] = [:]
+    private var formats: [ObjectID: VideoFormat] = [:]
     /// Fragments being written, by partial path.
     private var open: [String: OpenFragment] = [:]
     /// The fragment named last (the one frames go to now); nil when its file
@@ -59,7 +59,7 @@ final class ChunkSink {
         var startNs: UInt64
         var startMs: Int64
         var format: VideoFormat
-        var sink: UnsafeMutableRawPointer
+        var sink: ObjectID
     }
 
     init(pipeline: Pipeline, element: Element, storage: URL, tuning: RecordingTuning, logger: Logger,
@@ -130,11 +130,11 @@ final class ChunkSink {
     var framesWritten: Int { lock.withLock { framesArrived } }
     var lastFrameUptime: UInt64? { lock.withLock { lastFrameUptimeNs } }
 
-    /// True when `object` (a bus message's poster) is a chunk sink or
-    /// inside one (its muxer, its file sink): the writing side failed.
-    func isWriter(_ object: UnsafeMutableRawPointer?) -> Bool {
+    /// True when the message's poster is a chunk sink or inside one (its
+    /// muxer, its file sink): the writing side failed.
+    func isWriter(_ message: BusMessage) -> Bool {
         let sinks = lock.withLock { [active] + Array(retired.values) }
-        return sinks.contains { $0.contains(object) }
+        return sinks.contains { message.comes(fromInside: $0) }
     }
 
     /// Configures a new splitmuxsink, adds it to the pipeline and links `feed` into it.
@@ -154,7 +154,7 @@ final class ChunkSink {
         element.set("async-finalize", true)
         element.set("async-handling", true)   // lets the sink after the appsrc reach PLAYING
         element.set("muxer-factory", format.muxerFactory)
-        lock.withLock { formats[UnsafeMutableRawPointer(element.pointer)] = format }
+        lock.withLock { formats[element.id] = format }
         element.set("sink-factory", "filesink")
         element.set("max-size-bytes", 0)
         element.set("max-size-time", UInt64(durationMs) * 1_000_000)
@@ -162,7 +162,7 @@ final class ChunkSink {
         // Robust muxing comes from the muxer properties alone: splitmuxsink's
         // own use-robust-muxing also cuts the first chunk at half length.
         setMuxerProperties(element, durationMs: durationMs)
-        FragmentNamer.connect(to: element) { [weak self, sinkID = UnsafeMutableRawPointer(element.pointer)] _, sample in
+        FragmentNamer.connect(to: element) { [weak self, sinkID = element.id] _, sample in
             self?.name(firstSample: sample, sink: sinkID) ?? "/dev/null"
         }
     }
@@ -179,7 +179,7 @@ final class ChunkSink {
     /// Names a new chunk after the wall-clock time of its first frame:
     /// with the pipeline on the realtime system clock, base time + running
     /// time is capture time since the epoch.
-    private func name(firstSample: Sample?, sink: UnsafeMutableRawPointer) -> String {
+    private func name(firstSample: Sample?, sink: ObjectID) -> String {
         let startNs: UInt64
         if let running = firstSample?.runningTime {
             startNs = UInt64(pipeline.baseTime) + UInt64(running)
@@ -329,7 +329,7 @@ final class ChunkSink {
     /// end-of-stream has passed into the sink and every chunk is closed.
     func markFinishing(onInputEnded: @escaping () -> Void) {
         let sink = lock.withLock { () -> Element in
-            endings[UnsafeMutableRawPointer(active.pointer)] = .stopped
+            endings[active.id] = .stopped
             return active
         }
         guard let feed = sink.staticPad("video")?.peer else {
@@ -377,7 +377,7 @@ final class ChunkSink {
         feed.atNextKeyframe { [weak self] keyframeTime in
             guard let self else { return }
             self.lock.withLock {
-                let oldID = UnsafeMutableRawPointer(old.pointer)
+                let oldID = old.id
                 self.endings[oldID] = .swapped(atRunningTime: UInt64(keyframeTime))
                 self.retired[oldID] = old
                 self.active = replacement
@@ -394,7 +394,7 @@ final class ChunkSink {
         feed.requestKeyframeUpstream()
     }
 
-    private func retireIfDone(_ sinkID: UnsafeMutableRawPointer) {
+    private func retireIfDone(_ sinkID: ObjectID) {
         let done = lock.withLock { () -> Element? in
             guard !open.values.contains(where: { $0.sink == sinkID }) else { return nil }
             endings[sinkID] = nil

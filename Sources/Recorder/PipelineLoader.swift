@@ -115,7 +115,7 @@ public enum PipelineLoader {
         // Sinks inside another element (splitmuxsink's file sink) are that element's business.
         let extraSinks = graph.nodes.filter { node in
             node.isSink && ![C.captureSink, C.chunkSink].contains(node.name)
-                && !chunks.contains(UnsafeMutableRawPointer(node.element.pointer))
+                && !chunks.contains(node.element)
         }.map(\.element)
         return LoadedPipeline(template: template, pipeline: pipeline, captureSink: captureSink,
                               processedSource: processedSource, chunkSink: chunks, extraSinks: extraSinks)

@@ -116,7 +116,7 @@ final class RecordingSession {
         case .error(let text, let debug, let noSpaceLeft):
             chunkSink.verifyBeforeFinalizing = true
             logger.debug("GStreamer debug for \(message.sourceName): \(debug ?? "-")")
-            if chunkSink.isWriter(message.sourcePointer) { writerBroken = true }
+            if chunkSink.isWriter(message) { writerBroken = true }
             guard !stopping else {
                 logger.warning("error while stopping, from \(message.sourceName): \(text)")
                 if writerBroken { abandonChunkSoon() }

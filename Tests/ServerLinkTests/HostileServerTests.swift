@@ -1,5 +1,4 @@
 import XCTest
-import CGLib
 import GLibSupport
 import Logging
 import RecorderCore
@@ -309,25 +308,6 @@ final class LogCapture {
             capture.append("\(level) \(message)")
         }
     }
-}
-
-/// GLib criticals and warnings logged while it is installed (libsoup's `g_return_if_fail` among them).
-final class GLibWarnings {
-    nonisolated(unsafe) static var collected: [String] = []
-    private let previous: GLogFunc?
-
-    init() {
-        Self.collected = []
-        previous = g_log_set_default_handler({ domain, level, message, _ in
-            let serious = level.rawValue & (G_LOG_LEVEL_CRITICAL.rawValue | G_LOG_LEVEL_WARNING.rawValue) != 0
-            if serious {
-                GLibWarnings.collected.append("\(domain.map { String(cString: $0) } ?? ""): \(message.map { String(cString: $0) } ?? "")")
-            }
-        }, nil)
-    }
-
-    var messages: [String] { Self.collected }
-    func stop() { g_log_set_default_handler(previous, nil) }
 }
 
 /// A raw TCP peer on loopback, written in Python; its first output line is its port.
