@@ -6,7 +6,8 @@ import PackageDescription
 //   GLibSupport                 the GLib main loop that drives everything, and the callback box the C boundaries share
 //   GStreamerSupport            the unsafe C boundary: typed Swift over GStreamer
 //   CFaceDetector               C++ shim: CenterFace face detection (OpenCV DNN), pixelation
-//   RecorderCore                pure Swift: config, TOML, pipeline templates, chunk catalog, retention
+//   Storage                     pure Swift: the storage folder, chunk catalog, retention rules and guard, shared pins
+//   RecorderCore                pure Swift: config, TOML, pipeline templates
 //   Recorder                    the media engine: pipeline, frame path, chunk lifecycle, service
 //   FaceBlur                    the privacy stage: detection thread, tracking, anonymisation
 //   CSoupShim                   C: WebSocket handshake over GIO, gated stream for streamed uploads
@@ -72,7 +73,7 @@ let package = Package(
         ),
         .target(
             name: "ServerLink",
-            dependencies: ["SoupSupport", "RecorderCore", "GLibSupport", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["SoupSupport", "Storage", "RecorderCore", "GLibSupport", .product(name: "Logging", package: "swift-log")]
         ),
         .target(
             name: "Discovery",
@@ -87,20 +88,24 @@ let package = Package(
             dependencies: ["CGStreamer", "GLibSupport", .product(name: "Logging", package: "swift-log")]
         ),
         .target(
-            name: "RecorderCore",
+            name: "Storage",
             dependencies: [.product(name: "Logging", package: "swift-log")]
+        ),
+        .target(
+            name: "RecorderCore",
+            dependencies: ["Storage", .product(name: "Logging", package: "swift-log")]
         ),
         .target(
             name: "Recorder",
             dependencies: [
-                "RecorderCore", "GStreamerSupport", "GLibSupport",
+                "Storage", "RecorderCore", "GStreamerSupport", "GLibSupport",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .executableTarget(
             name: "allspark-recorder",
             dependencies: [
-                "Recorder", "RecorderCore", "GStreamerSupport", "GLibSupport", "FaceBlur", "ServerLink", "SoupSupport", "Discovery",
+                "Recorder", "Storage", "RecorderCore", "GStreamerSupport", "GLibSupport", "FaceBlur", "ServerLink", "SoupSupport", "Discovery",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -115,6 +120,16 @@ let package = Package(
             name: "RecorderTestSupport",
             dependencies: ["Recorder", "RecorderCore", "GStreamerSupport", "GLibSupport", "SoupSupport", "FaceBlur"],
             path: "Tests/RecorderTestSupport"
+        ),
+        // Holds pins in a storage folder from another process, for StorageTests.
+        .executableTarget(
+            name: "storage-pin-holder",
+            dependencies: ["Storage"],
+            path: "Tests/StoragePinHolder"
+        ),
+        .testTarget(
+            name: "StorageTests",
+            dependencies: ["Storage", .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(
             name: "RecorderCoreTests",

@@ -5,6 +5,7 @@ import GStreamerSupport
 import Logging
 import Recorder
 import RecorderCore
+import Storage
 import ServerLink
 
 struct Upload: ParsableCommand {
