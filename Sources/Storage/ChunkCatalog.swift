@@ -68,9 +68,14 @@ public enum ChunkName {
 /// goes through `StorageFolder`, so an index entry like `../x` or a chunk
 /// name that is a symbolic link never reaches anything outside the folder.
 ///
+/// Pins are shared with every other process using the folder (`SharedPins`,
+/// in its `.pins` folder, which the repair never looks into); the rules of
+/// what retention deletes are `RetentionPlan`'s, applied by `StorageGuard`.
+///
 /// Thread-safety: all state is behind one lock, so the recorder (main loop)
 /// and an uploader may both use it; file deletions happen under the lock
-/// so a pin can never race a deletion.
+/// (and, across processes, under the pins folder's exclusive lock) so a pin
+/// can never race a deletion.
 public final class ChunkCatalog: @unchecked Sendable {
     public static let indexFileName = StorageLayout.indexFileName
 

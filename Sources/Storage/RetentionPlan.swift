@@ -1,3 +1,5 @@
+import Foundation
+
 /// Why retention deletes a chunk.
 public enum RetentionReason: Equatable, Sendable, CustomStringConvertible {
     /// The chunks together exceed `recording.buffer_max_mb`.
@@ -10,7 +12,8 @@ public enum RetentionReason: Equatable, Sendable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .overSizeLimit(let maxBytes): return "the buffer exceeds \(maxBytes / 1_048_576) MiB"
-        case .lowFreeSpace(let reserve): return "less than \(reserve / 1_048_576) MiB is free on the disk"
+        case .lowFreeSpace(let reserve):
+            return "less than \(String(format: "%.1f", Double(reserve) / 1_048_576)) MiB is free on the disk"
         case .diskFull: return "the disk is full"
         }
     }

@@ -61,7 +61,8 @@ final class RetentionPlanTests: XCTestCase {
 
     func testReasonsSayWhy() {
         XCTAssertEqual("\(RetentionReason.overSizeLimit(maxBytes: 2 << 20))", "the buffer exceeds 2 MiB")
-        XCTAssertEqual("\(RetentionReason.lowFreeSpace(reserve: 8 << 20))", "less than 8 MiB is free on the disk")
+        XCTAssertEqual("\(RetentionReason.lowFreeSpace(reserve: 8 << 20))", "less than 8.0 MiB is free on the disk")
+        XCTAssertEqual("\(RetentionReason.lowFreeSpace(reserve: 3 << 19))", "less than 1.5 MiB is free on the disk")
         let plan = RetentionPlan.deletions(chunks: chunks([10, 20, 10]), maxBytes: 1000, freeBytes: 0, pinned: [])
         XCTAssertEqual(plan.map(\.reason), [.lowFreeSpace(reserve: 40), .lowFreeSpace(reserve: 40)])
     }
