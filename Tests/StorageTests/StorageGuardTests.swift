@@ -30,10 +30,11 @@ final class StorageGuardTests: XCTestCase {
     func testFreeSpaceReserveOnADiskThatFreesWhatIsDeleted() throws {
         let (catalog, chunks) = try catalog(sizes: [100, 100, 300, 100, 100])
         // A 1000-byte disk holding only these chunks: 300 free; reserve 2 × 300.
-        let disk = { [folder] () -> Int64? in
-            let used = (try? FileManager.default.contentsOfDirectory(atPath: folder!.path))?
+        let folder: URL = self.folder
+        let disk: StorageGuard.FreeSpace = {
+            let used = (try? FileManager.default.contentsOfDirectory(atPath: folder.path))?
                 .filter { $0.hasPrefix("chunk_") }
-                .compactMap { try? FileManager.default.attributesOfItem(atPath: folder!.appendingPathComponent($0).path)[.size] as? Int64 }
+                .compactMap { try? FileManager.default.attributesOfItem(atPath: folder.appendingPathComponent($0).path)[.size] as? Int64 }
                 .reduce(0, +) ?? 0
             return 1000 - used
         }
