@@ -7,7 +7,8 @@ import PackageDescription
 //   GStreamerSupport            the GStreamer boundary: typed Swift over GStreamer; element and pad pointers stay inside
 //   CFaceDetector               C++ shim: CenterFace face detection (OpenCV DNN), pixelation
 //   FaceDetectorSupport         the OpenCV boundary: CenterFace net, detection in a region, block means, pixelation in Swift types
-//   RecorderCore                pure Swift: config, TOML, pipeline templates, chunk catalog, retention
+//   Storage                     pure Swift: the storage folder, chunk catalog, retention rules and guard, shared pins
+//   RecorderCore                pure Swift: config, TOML, pipeline templates
 //   Recorder                    the media engine: pipeline, frame path, chunk lifecycle, service
 //   FaceBlur                    the privacy stage: detection thread, tracking, anonymisation
 //   CSoupShim                   C: WebSocket handshake over GIO, gated stream for streamed uploads
@@ -83,7 +84,7 @@ let package = Package(
         ),
         .target(
             name: "ServerLink",
-            dependencies: ["SoupSupport", "RecorderCore", "GLibSupport", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["SoupSupport", "Storage", "RecorderCore", "GLibSupport", .product(name: "Logging", package: "swift-log")]
         ),
         .target(
             name: "AvahiSupport",
@@ -102,13 +103,17 @@ let package = Package(
             dependencies: ["CGStreamer", "GLibSupport", .product(name: "Logging", package: "swift-log")]
         ),
         .target(
-            name: "RecorderCore",
+            name: "Storage",
             dependencies: [.product(name: "Logging", package: "swift-log")]
+        ),
+        .target(
+            name: "RecorderCore",
+            dependencies: ["Storage", .product(name: "Logging", package: "swift-log")]
         ),
         .target(
             name: "Recorder",
             dependencies: [
-                "RecorderCore", "GStreamerSupport", "GLibSupport",
+                "Storage", "RecorderCore", "GStreamerSupport", "GLibSupport",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -134,7 +139,7 @@ let package = Package(
         .executableTarget(
             name: "allspark-recorder",
             dependencies: [
-                "Console", "RecorderService", "Recorder", "RecorderCore", "GStreamerSupport", "GLibSupport", "FaceBlur", "ServerLink", "SoupSupport", "Discovery",
+                "Console", "RecorderService", "Recorder", "Storage", "RecorderCore", "GStreamerSupport", "GLibSupport", "FaceBlur", "ServerLink", "SoupSupport", "Discovery",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -149,6 +154,16 @@ let package = Package(
             name: "RecorderTestSupport",
             dependencies: ["Recorder", "RecorderCore", "GStreamerSupport", "GLibSupport", "SoupSupport", "FaceBlur"],
             path: "Tests/RecorderTestSupport"
+        ),
+        // Holds pins in a storage folder from another process, for StorageTests.
+        .executableTarget(
+            name: "storage-pin-holder",
+            dependencies: ["Storage"],
+            path: "Tests/StoragePinHolder"
+        ),
+        .testTarget(
+            name: "StorageTests",
+            dependencies: ["Storage", .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(
             name: "RecorderCoreTests",

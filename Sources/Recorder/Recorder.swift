@@ -3,6 +3,7 @@ import GLibSupport
 import GStreamerSupport
 import Logging
 import RecorderCore
+import Storage
 
 /// Why the recorder refuses to start.
 public struct RecorderStartError: Error, CustomStringConvertible {
@@ -173,11 +174,7 @@ public final class Recorder {
             }
         case .diskFull(let message):
             lastProblem = "the disk is full"
-            logger.critical("the disk holding \(catalog.directory.path) is full (\(message)); deleting the oldest chunk to make room and retrying")
-            if catalog.deleteOldest(reason: "the disk is full") == nil {
-                logger.critical("no chunk can be deleted to make room: free space on the disk or lower recording.buffer_max_mb")
-            }
-            enforceRetention()
+            StorageGuard(catalog: catalog).diskFull(message, maxBytes: tuning.bufferMaxBytes)
         case .sourceEnded:
             lastProblem = "the source ended"
             logger.warning("the source ended; restarting the pipeline")
@@ -239,21 +236,10 @@ public final class Recorder {
         onChunkFinished?(chunk)
     }
 
-    /// Deletes the oldest chunks beyond `buffer_max_mb`, and also while the
-    /// disk has less free space than two of the largest chunks: a full disk
-    /// is avoided rather than hit, even when the limit is set above what the
-    /// disk holds or something else fills it.
+    /// Deletes what the retention rules pick (`RetentionPlan`: `buffer_max_mb`,
+    /// the free-space reserve, never the newest or a pinned chunk).
     private func enforceRetention() {
-        catalog.enforceRetention(maxBytes: tuning.bufferMaxBytes)
-        let reserve = 2 * (catalog.all.map(\.size).max() ?? 0)
-        // Never the newest chunk: it is the one most likely to be asked for.
-        while let free = freeDiskBytes(), free < reserve, catalog.all.count > 1,
-              catalog.deleteOldest(reason: "less than \(reserve / 1_048_576) MiB is free on the disk") != nil {}
-    }
-
-    private func freeDiskBytes() -> Int64? {
-        let attributes = try? FileManager.default.attributesOfFileSystem(forPath: catalog.directory.path)
-        return (attributes?[.systemFreeSize] as? NSNumber)?.int64Value
+        StorageGuard(catalog: catalog).enforce(maxBytes: tuning.bufferMaxBytes)
     }
 
     /// Finishes the current chunk and stops. `completion` runs on the main loop.

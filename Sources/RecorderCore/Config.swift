@@ -2,14 +2,11 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
+import Storage
 
-/// Container of the recorded chunks.
-public enum VideoFormat: String, Codable, CaseIterable, Sendable {
-    case mp4, mov
-
-    public var fileExtension: String { rawValue }
-    public var mimeType: String { self == .mp4 ? "video/mp4" : "video/quicktime" }
-    /// GStreamer muxer element that writes this container.
+extension VideoFormat {
+    /// GStreamer muxer element that writes this container (media knowledge,
+    /// so it stays here rather than in Storage, which only names chunk files).
     public var muxerFactory: String { self == .mp4 ? "mp4mux" : "qtmux" }
 }
 

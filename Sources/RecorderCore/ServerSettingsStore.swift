@@ -1,4 +1,5 @@
 import Foundation
+import Storage
 
 /// The values the AllSpark server last set with `clientConfig`, kept in
 /// the storage folder (`server-settings.json`) so that a restart without
@@ -12,7 +13,7 @@ public struct ServerSettingsStore {
         public var savedAt: Double
     }
 
-    public static let fileName = "server-settings.json"
+    public static let fileName = StorageLayout.serverSettingsFileName
     public let url: URL
     private let folder: StorageFolder
 

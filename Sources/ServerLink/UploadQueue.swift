@@ -2,6 +2,7 @@ import Foundation
 import GLibSupport
 import Logging
 import RecorderCore
+import Storage
 
 /// Where the queue sends from: the server connection.
 protocol UploadTransport: AnyObject {

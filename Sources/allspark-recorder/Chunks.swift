@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import RecorderCore
+import Storage
 
 struct Chunks: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,10 +1,13 @@
 import XCTest
+import GLibSupport
 import RecorderCore
+import Storage
 import RecorderTestSupport
 
 /// `allspark-recorder upload` against the test server: only chunk files
-/// inside the storage folder ever leave the box, and a damaged index does
-/// not hide the chunks on disk.
+/// inside the storage folder ever leave the box, a damaged index does
+/// not hide the chunks on disk, and the service's retention in another
+/// process leaves what it is sending alone.
 final class UploadCommandStorageTests: XCTestCase {
     static var clip: Data!
     /// Chunk names carry their start in epoch ms.
@@ -81,5 +84,47 @@ final class UploadCommandStorageTests: XCTestCase {
         XCTAssertTrue(output.contains("rebuilding it from the files"), output)
         XCTAssertFalse(output.contains("no chunk"), output)
         XCTAssertEqual(server.uploads.map(\.filename), names, output)
+    }
+
+    func testRetentionInAnotherProcessKeepsWhatTheUploadIsSending() throws {
+        let storage = TemporaryDirectory()
+        // The service's catalog, in this process: two chunks in the range, a newer one outside it.
+        let service = try ChunkCatalog(directory: storage.url)
+        let starts = [t0, t0 + 500, t0 + 3_600_000]
+        let chunks = try starts.map { ms -> ChunkRecord in
+            let name = ChunkName.final(startMs: ms, format: .mp4)
+            try Self.clip.write(to: storage.file(name))
+            return ChunkRecord(file: name, start: Double(ms) / 1000, end: Double(ms) / 1000 + 0.5, size: Int64(Self.clip.count), format: .mp4)
+        }
+        chunks.forEach(service.add)
+        let retention = StorageGuard(catalog: service, freeSpace: { nil })
+
+        let server = try AllSparkTestServer()
+        server.misbehaviour = .neverAnswerFiles    // the upload stays in progress
+        var sending: [String] = []
+        server.onUploadMetadata = { sending.append($0) }
+        let upload = Process()
+        upload.executableURL = URL(fileURLWithPath: recorderExecutable)
+        upload.arguments = ["upload", "--config", repoPath("config/demo.toml"),
+                            "--set", "recording.storage_dir=\(storage.path)", "--set", "server.host=\(server.address)",
+                            "--from", "\(t0 / 1000 - 60)", "--to", "\(t0 / 1000 + 60)", "--timeout", "60"]
+        let scratch = TemporaryDirectory()
+        let log = scratch.file("upload.log")
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+        let output = try FileHandle(forWritingTo: log)
+        upload.standardOutput = output
+        upload.standardError = output
+        try upload.run()
+        defer { if upload.isRunning { kill(upload.processIdentifier, SIGKILL); upload.waitUntilExit() } }
+        XCTAssertTrue(waitOnMainLoop(20) { !sending.isEmpty }, "the upload started: \((try? String(contentsOf: log, encoding: .utf8)) ?? "")")
+
+        XCTAssertEqual(retention.enforce(maxBytes: 0), [], "both chunks are pinned by the upload, the third is the newest")
+        XCTAssertEqual(service.all.map(\.file), chunks.map(\.file))
+
+        kill(upload.processIdentifier, SIGKILL)   // dies without unpinning
+        upload.waitUntilExit()
+        XCTAssertEqual(retention.enforce(maxBytes: 0).map(\.chunk.file), chunks.prefix(2).map(\.file), "a dead process's pins hold nothing")
+        let pins = (try? FileManager.default.contentsOfDirectory(atPath: storage.file(StorageLayout.pinsFolderName).path)) ?? []
+        XCTAssertEqual(pins, [], "its pins were cleared")
     }
 }

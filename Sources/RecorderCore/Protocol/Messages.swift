@@ -1,4 +1,5 @@
 import Foundation
+import Storage
 
 // The AllSpark wire protocol as deployed servers speak it (shared/DESIGN.md).
 // Pure value types: parsing is tolerant of what servers add, strict about

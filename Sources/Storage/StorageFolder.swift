@@ -79,7 +79,7 @@ public struct StorageFolder: Sendable {
         !name.isEmpty && name != "." && name != ".." && !name.contains("/") && !name.contains("\0")
     }
 
-    private func path(_ name: String) throws -> String {
+    func path(_ name: String) throws -> String {
         guard Self.isPlainName(name) else {
             throw StorageError("\(Self.printable(name)) is not a file name inside the storage folder \(directory.path)")
         }

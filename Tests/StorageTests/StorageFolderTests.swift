@@ -1,5 +1,5 @@
 import XCTest
-@testable import RecorderCore
+@testable import Storage
 
 /// Nothing outside the storage folder is ever read, written or deleted;
 /// only plain files with chunk names are indexed, repaired or deleted.
@@ -60,7 +60,10 @@ final class StorageFolderTests: XCTestCase {
         XCTAssertEqual(try ChunkCatalog.readIndex(of: folder).map(\.file), ["chunk_1000.mp4"])
         let hostile = ChunkRecord(file: "../outside/passwd", start: 2, end: 3, size: 10, format: .mp4)
         XCTAssertThrowsError(try catalog.open(hostile))
-        XCTAssertEqual(catalog.enforceRetention(maxBytes: 0).map(\.file), ["chunk_1000.mp4"])
+        // A newer chunk, since retention never deletes the newest.
+        try Data(count: 10).write(to: folder.appendingPathComponent("chunk_9000.mp4"))
+        catalog.add(ChunkRecord(file: "chunk_9000.mp4", start: 9, end: 10, size: 10, format: .mp4))
+        XCTAssertEqual(StorageGuard(catalog: catalog, freeSpace: { nil }).enforce(maxBytes: 0).map(\.chunk.file), ["chunk_1000.mp4"])
         assertIntact(passwd)
     }
 
@@ -107,29 +110,13 @@ final class StorageFolderTests: XCTestCase {
         // Swapped for a link after it was catalogued.
         try fm.removeItem(at: folder.appendingPathComponent("chunk_1000.mp4"))
         try link("chunk_1000.mp4", to: clip.url)
-        XCTAssertEqual(catalog.enforceRetention(maxBytes: 0), [], "nothing was deleted")
-        XCTAssertEqual(catalog.all, [], "no longer a chunk")
+        let newest = ChunkRecord(file: "chunk_9000.mp4", start: 9, end: 10, size: 10, format: .mp4)
+        try Data(count: 10).write(to: folder.appendingPathComponent(newest.file))
+        catalog.add(newest)
+        XCTAssertEqual(StorageGuard(catalog: catalog, freeSpace: { nil }).enforce(maxBytes: 0), [], "nothing was deleted")
+        XCTAssertEqual(catalog.all, [newest], "no longer a chunk")
         XCTAssertTrue(isLink("chunk_1000.mp4"))
         assertIntact(clip)
-    }
-
-    func testServerSettingsNeverReadOrWrittenThroughALink() throws {
-        let target = try decoy("important.conf")
-        let settingsElsewhere = try decoy("settings.json", """
-            {"server":"evil","savedAt":1,"tuning":{"videoFormat":"mov","chunkDurationMs":1000,"bufferMaxMB":1}}
-            """)
-        try link(ServerSettingsStore.fileName + ".tmp", to: target.url)    // the temporary name of earlier versions
-        try link(ServerSettingsStore.fileName, to: settingsElsewhere.url)
-        let store = ServerSettingsStore(storageDirectory: folder.path)
-        XCTAssertNil(store.load(), "a linked settings file is not read")
-        let tuning = RecordingTuning(videoFormat: .mp4, chunkDurationMs: 4000, bufferMaxMB: 500)
-        try store.save(tuning, server: "test", at: 5)
-        assertIntact(target)
-        assertIntact(settingsElsewhere)
-        XCTAssertFalse(isLink(ServerSettingsStore.fileName), "the link was replaced, not written through")
-        XCTAssertEqual(store.load()?.tuning, tuning)
-        let leftovers = try fm.contentsOfDirectory(atPath: folder.path).filter { $0.contains(".tmp-") }
-        XCTAssertEqual(leftovers, [])
     }
 
     func testTemporaryFilesAreCreatedExclusivelyAndStaleOnesRemoved() throws {

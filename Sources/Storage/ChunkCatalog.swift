@@ -60,21 +60,6 @@ public enum ChunkName {
     }
 }
 
-/// Which chunks to delete to get under the size limit: the oldest first,
-/// never a pinned one. Pure, so the order is easy to test.
-public enum RetentionPolicy {
-    public static func victims(of records: [ChunkRecord], maxBytes: Int64, pinned: Set<String>) -> [ChunkRecord] {
-        var total = records.reduce(Int64(0)) { $0 + $1.size }
-        var victims: [ChunkRecord] = []
-        for record in records.sorted(by: { $0.start < $1.start }) where total > maxBytes {
-            if pinned.contains(record.file) { continue }
-            victims.append(record)
-            total -= record.size
-        }
-        return victims
-    }
-}
-
 /// The index of finished chunks in one storage folder, persisted as
 /// `catalog.json` beside them and verified against the disk at start.
 ///
@@ -83,18 +68,24 @@ public enum RetentionPolicy {
 /// goes through `StorageFolder`, so an index entry like `../x` or a chunk
 /// name that is a symbolic link never reaches anything outside the folder.
 ///
+/// Pins are shared with every other process using the folder (`SharedPins`,
+/// in its `.pins` folder, which the repair never looks into); the rules of
+/// what retention deletes are `RetentionPlan`'s, applied by `StorageGuard`.
+///
 /// Thread-safety: all state is behind one lock, so the recorder (main loop)
 /// and an uploader may both use it; file deletions happen under the lock
-/// so a pin can never race a deletion.
+/// (and, across processes, under the pins folder's exclusive lock) so a pin
+/// can never race a deletion.
 public final class ChunkCatalog: @unchecked Sendable {
-    public static let indexFileName = "catalog.json"
+    public static let indexFileName = StorageLayout.indexFileName
 
     public let directory: URL
     public let folder: StorageFolder
     private let logger: Logger
     private let lock = NSLock()
     private var records: [ChunkRecord] = []     // sorted by start
-    private var pins: [String: Int] = [:]        // file -> pin count
+    private var pins: [String: Int] = [:]        // file -> pin count in this process
+    private let sharedPins: SharedPins           // what other processes see of them, and theirs
     /// False when the index was missing or unreadable: the files are the only truth.
     public private(set) var indexWasReadable = false
 
@@ -115,10 +106,11 @@ public final class ChunkCatalog: @unchecked Sendable {
         self.directory = directory
         self.folder = StorageFolder(directory)
         self.logger = logger
+        self.sharedPins = SharedPins(storage: folder, logger: logger)
         do {
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         } catch {
-            throw ConfigError("\(directory.path): cannot create the storage folder (\(error.localizedDescription))")
+            throw StorageError("\(directory.path): cannot create the storage folder (\(error.localizedDescription))")
         }
         loadIndex()
     }
@@ -132,16 +124,16 @@ public final class ChunkCatalog: @unchecked Sendable {
         let data: Data
         switch folder.entry(indexFileName) {
         case .missing:
-            throw ConfigError("\(directory.path): no chunk index (\(indexFileName)) here; is this a recorder's storage folder?")
+            throw StorageError("\(directory.path): no chunk index (\(indexFileName)) here; is this a recorder's storage folder?")
         case .notAPlainFile(let kind):
-            throw ConfigError("\(path) is \(kind), not a chunk index")
+            throw StorageError("\(path) is \(kind), not a chunk index")
         case .file:
-            do { data = try folder.read(indexFileName) } catch { throw ConfigError("\(path): \(error)") }
+            do { data = try folder.read(indexFileName) } catch { throw StorageError("\(path): \(error)") }
         }
         do {
             return try JSONDecoder().decode([ChunkRecord].self, from: data).filter { validityProblem(of: $0) == nil }.sorted { $0.start < $1.start }
         } catch {
-            throw ConfigError("\(path): unreadable chunk index (\(error))")
+            throw StorageError("\(path): unreadable chunk index (\(error))")
         }
     }
 
@@ -225,7 +217,7 @@ public final class ChunkCatalog: @unchecked Sendable {
     public func reconcile(probe: DurationProbe) -> ReconcileReport {
         lock.lock(); defer { lock.unlock() }
         var report = ReconcileReport()
-        for stale in folder.removeStaleTemporaries(of: [Self.indexFileName, ServerSettingsStore.fileName]) {
+        for stale in folder.removeStaleTemporaries(of: StorageLayout.atomicallyWritten) {
             logger.info("removed \(StorageFolder.printable(stale)), left by an interrupted write")
         }
         let names = chunkFiles(ignored: &report.ignored)
@@ -383,64 +375,68 @@ public final class ChunkCatalog: @unchecked Sendable {
 
     // MARK: Pins (uploads in progress keep their chunks from retention)
 
+    /// Keeps `file` from retention, in this process and in every other
+    /// process using the folder, until as many `unpin`s (or this process ends).
     public func pin(_ file: String) {
         lock.lock(); defer { lock.unlock() }
         pins[file, default: 0] += 1
+        if pins[file] == 1 { sharedPins.added(file) }
     }
 
     public func unpin(_ file: String) {
         lock.lock(); defer { lock.unlock() }
         guard let count = pins[file] else { return }
         pins[file] = count > 1 ? count - 1 : nil
+        if count == 1 { sharedPins.removed(file) }
     }
 
+    /// Pinned by this process or by another live one.
     public func isPinned(_ file: String) -> Bool {
         lock.lock(); defer { lock.unlock() }
-        return pins[file] != nil
+        return pins[file] != nil || sharedPins.othersPinned(removingStale: false).contains(file)
     }
 
-    // MARK: Retention
+    // MARK: Retention (the rules are `RetentionPlan`'s, applied by `StorageGuard`)
 
-    /// Deletes the oldest unpinned chunks while the total exceeds `maxBytes`.
-    /// The chunk being written is not in the catalog, so it is never a victim.
+    /// Deletes the chunks `plan` picks, given the catalogued chunks (oldest
+    /// first) and every pinned one: this process's and other live
+    /// processes'. No process can pin between the reading of the pins and
+    /// the deletions, and pins of processes that died are cleared. The chunk
+    /// being written is not in the catalog, so it is never offered.
+    /// Returns what was deleted (a file already gone counts; one that became
+    /// a link or folder is only dropped from the index).
     @discardableResult
-    public func enforceRetention(maxBytes: Int64) -> [ChunkRecord] {
+    public func applyRetention(_ plan: (_ chunks: [ChunkRecord], _ pinned: Set<String>) -> [RetentionDeletion]) -> [RetentionDeletion] {
         lock.lock(); defer { lock.unlock() }
-        let victims = RetentionPolicy.victims(of: records, maxBytes: maxBytes, pinned: Set(pins.keys))
-        return deleteLocked(victims, reason: "the buffer exceeds \(maxBytes / 1_048_576) MiB")
+        return sharedPins.withExclusiveLock {
+            let pinned = Set(pins.keys).union(sharedPins.othersPinned(removingStale: true))
+            return deleteLocked(plan(records, pinned))
+        }
     }
 
-    /// Deletes the oldest unpinned chunk regardless of the limit (to free space on a full disk).
-    @discardableResult
-    public func deleteOldest(reason: String) -> ChunkRecord? {
-        lock.lock(); defer { lock.unlock() }
-        guard let oldest = records.first(where: { pins[$0.file] == nil }) else { return nil }
-        return deleteLocked([oldest], reason: reason).first
-    }
-
-    private func deleteLocked(_ victims: [ChunkRecord], reason: String) -> [ChunkRecord] {
+    private func deleteLocked(_ victims: [RetentionDeletion]) -> [RetentionDeletion] {
         guard !victims.isEmpty else { return [] }
-        var deleted: [ChunkRecord] = []
+        var deleted: [RetentionDeletion] = []
         for victim in victims {
-            switch folder.entry(victim.file) {
+            let file = victim.chunk.file
+            switch folder.entry(file) {
             case .missing:
                 break   // Already gone: drop it from the index all the same.
             case .notAPlainFile(let kind):
                 // Something replaced the chunk (a link): not ours to delete, and no longer a chunk.
-                logger.warning("retention: \(victim.file) is now \(kind); left alone and dropped from the index")
-                records.removeAll { $0.file == victim.file }
+                logger.warning("retention: \(file) is now \(kind); left alone and dropped from the index")
+                records.removeAll { $0.file == file }
                 continue
             case .file:
                 do {
-                    try folder.remove(victim.file)
+                    try folder.remove(file)
                 } catch {
-                    logger.error("retention: cannot delete \(victim.file): \(error)")
+                    logger.error("retention: cannot delete \(file): \(error)")
                     continue
                 }
             }
-            records.removeAll { $0.file == victim.file }
+            records.removeAll { $0.file == file }
             deleted.append(victim)
-            logger.notice("retention: deleted \(victim.file) (\(victim.size) bytes) because \(reason)")
         }
         saveLocked()
         return deleted

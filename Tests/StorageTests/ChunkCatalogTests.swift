@@ -1,5 +1,5 @@
 import XCTest
-@testable import RecorderCore
+@testable import Storage
 
 final class ChunkCatalogTests: XCTestCase {
     var folder: URL!
@@ -90,37 +90,31 @@ final class ChunkCatalogTests: XCTestCase {
 
     func testRetentionDeletesOldestFirstAndSkipsPins() throws {
         let catalog = try ChunkCatalog(directory: folder)
+        let guarded = StorageGuard(catalog: catalog, freeSpace: { nil })
         let chunks = try (0..<5).map { try chunk(Int64($0) * 2000, size: 100) }
         chunks.forEach(catalog.add)
         catalog.pin(chunks[0].file)
         catalog.pin(chunks[0].file)
         catalog.unpin(chunks[0].file)      // still pinned once
-        let deleted = catalog.enforceRetention(maxBytes: 250)
+        let deleted = guarded.enforce(maxBytes: 250).map(\.chunk)
         XCTAssertEqual(deleted.map(\.file), [chunks[1].file, chunks[2].file, chunks[3].file])
         XCTAssertEqual(catalog.all.map(\.file), [chunks[0].file, chunks[4].file])
         for gone in deleted { XCTAssertFalse(FileManager.default.fileExists(atPath: folder.appendingPathComponent(gone.file).path)) }
         catalog.unpin(chunks[0].file)
         XCTAssertFalse(catalog.isPinned(chunks[0].file))
-        XCTAssertEqual(catalog.enforceRetention(maxBytes: 150).map(\.file), [chunks[0].file])
-        XCTAssertEqual(catalog.enforceRetention(maxBytes: 150), [], "under the limit: nothing more")
+        XCTAssertEqual(guarded.enforce(maxBytes: 150).map(\.chunk.file), [chunks[0].file])
+        XCTAssertEqual(guarded.enforce(maxBytes: 150), [], "under the limit: nothing more")
+        XCTAssertEqual(guarded.enforce(maxBytes: 0), [], "never the newest")
     }
 
-    func testRetentionPolicyIsPure() {
-        let r = (0..<4).map { ChunkRecord(file: "c\($0)", start: Double(3 - $0), end: Double(4 - $0), size: 10, format: .mp4) }
-        // Oldest is c3 (start 0), then c2, c1, c0.
-        XCTAssertEqual(RetentionPolicy.victims(of: r, maxBytes: 20, pinned: []).map(\.file), ["c3", "c2"])
-        XCTAssertEqual(RetentionPolicy.victims(of: r, maxBytes: 20, pinned: ["c3"]).map(\.file), ["c2", "c1"])
-        XCTAssertEqual(RetentionPolicy.victims(of: r, maxBytes: 0, pinned: ["c0", "c1", "c2", "c3"]), [])
-        XCTAssertEqual(RetentionPolicy.victims(of: r, maxBytes: 40, pinned: []), [])
-    }
-
-    func testDeleteOldestSkipsPinned() throws {
+    func testFullDiskDeletesTheOldestUnpinned() throws {
         let catalog = try ChunkCatalog(directory: folder)
+        let guarded = StorageGuard(catalog: catalog, freeSpace: { nil })
         let a = try chunk(1000), b = try chunk(3000)
         catalog.add(a); catalog.add(b)
         catalog.pin(a.file)
-        XCTAssertEqual(catalog.deleteOldest(reason: "test")?.file, b.file)
-        XCTAssertNil(catalog.deleteOldest(reason: "test"))
+        XCTAssertEqual(guarded.diskFull("test", maxBytes: .max).map(\.chunk.file), [b.file])
+        XCTAssertEqual(guarded.diskFull("test", maxBytes: .max), [], "only a pinned chunk is left")
         XCTAssertEqual(catalog.all, [a])
     }
 

@@ -1,0 +1,13 @@
+/// Every name the recorder itself puts in the storage folder besides the
+/// chunks (`ChunkName`), in one place, so the catalog knows what is ours.
+public enum StorageLayout {
+    /// The chunk index (`ChunkCatalog`).
+    public static let indexFileName = "catalog.json"
+    /// The values the server last set (`ServerSettingsStore` in RecorderCore).
+    public static let serverSettingsFileName = "server-settings.json"
+    /// Hidden folder of pins shared by every process using the folder (`SharedPins`).
+    public static let pinsFolderName = ".pins"
+    /// Files written with `StorageFolder.writeAtomically`, whose temporaries
+    /// a crash may leave behind.
+    public static let atomicallyWritten = [indexFileName, serverSettingsFileName]
+}
