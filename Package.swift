@@ -130,7 +130,7 @@ let package = Package(
         .target(
             name: "Console",
             dependencies: [
-                "RecorderService", "Recorder", "RecorderCore", "ServerLink", "SoupSupport", "GLibSupport",
+                "RecorderService", "Recorder", "Storage", "RecorderCore", "ServerLink", "SoupSupport", "GLibSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),

@@ -2,13 +2,14 @@ import Crypto
 import _CryptoExtras
 import Foundation
 import RecorderCore
+import Storage
 
 /// The console's one password (user `admin`), kept as a salted PBKDF2-SHA256
 /// hash in the storage folder (`console-password.json`, written atomically
 /// through `StorageFolder`, never through a link). The password itself is
 /// never stored or logged, except a generated one, shown once at first start.
 public struct ConsolePassword {
-    public static let fileName = "console-password.json"
+    public static let fileName = StorageLayout.consolePasswordFileName
     public static let user = "admin"
 
     struct Record: Codable, Equatable {

@@ -141,8 +141,11 @@ public final class PreviewTap: @unchecked Sendable {
         guard encoder != nil else { return }
         made += 1
         let now = DispatchTime.now().uptimeNanoseconds
-        // Anchor anew at the start, after a restart (timestamps went back) and after a stall.
-        if let (t, u) = anchor, time >= t, u &+ (time - t) &+ playoutDelayNs >= now {} else {
+        if let (t, _) = anchor, time >= t {
+            // Behind its pace (the stage held it longer than the ones before): show it now and keep pace from here.
+            if let (t, u) = anchor, u &+ (time - t) < now { anchor = (time, now) }
+        } else {
+            // The start, or a restarted pipeline (its timestamps start again).
             anchor = (time, now + playoutDelayNs)
             playout.removeAll()
         }
