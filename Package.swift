@@ -6,12 +6,14 @@ import PackageDescription
 //   GLibSupport                 the GLib main loop that drives everything, and the callback box the C boundaries share
 //   GStreamerSupport            the unsafe C boundary: typed Swift over GStreamer
 //   CFaceDetector               C++ shim: CenterFace face detection (OpenCV DNN), pixelation
+//   AllSparkProtocol            pure Swift, Foundation only: the wire messages, the reply ledger, server addresses, peer text
 //   RecorderCore                pure Swift: config, TOML, pipeline templates, chunk catalog, retention
 //   Recorder                    the media engine: pipeline, frame path, chunk lifecycle, service
 //   FaceBlur                    the privacy stage: detection thread, tracking, anonymisation
 //   CSoupShim                   C: WebSocket handshake over GIO, gated stream for streamed uploads
 //   SoupSupport                 the libsoup boundary: WebSocket client and a small HTTP/WebSocket server
-//   ServerLink                  the AllSpark server connection (protocol over SoupSupport)
+//   ServerLink                  the AllSpark server connection: connection, session, one file per command, upload queue
+//   ServerLinkTesting           (Tests/) an in-memory channel and a test-controlled clock the link runs over in tests
 //   Discovery                   finding AllSpark servers: the Avahi browser (_allspark._tcp) and the auto-connect policy
 //   allspark-recorder           the command-line executable
 let package = Package(
@@ -71,12 +73,15 @@ let package = Package(
             dependencies: ["CSoup", "CSoupShim", "GLibSupport"]
         ),
         .target(
+            name: "AllSparkProtocol"
+        ),
+        .target(
             name: "ServerLink",
-            dependencies: ["SoupSupport", "RecorderCore", "GLibSupport", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["AllSparkProtocol", "SoupSupport", "RecorderCore", "GLibSupport", .product(name: "Logging", package: "swift-log")]
         ),
         .target(
             name: "Discovery",
-            dependencies: ["CAvahi", "GLibSupport", "RecorderCore", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["AllSparkProtocol", "CAvahi", "GLibSupport", "RecorderCore", .product(name: "Logging", package: "swift-log")]
         ),
         .target(
             name: "GLibSupport",
@@ -88,7 +93,7 @@ let package = Package(
         ),
         .target(
             name: "RecorderCore",
-            dependencies: [.product(name: "Logging", package: "swift-log")]
+            dependencies: ["AllSparkProtocol", .product(name: "Logging", package: "swift-log")]
         ),
         .target(
             name: "Recorder",
@@ -100,7 +105,7 @@ let package = Package(
         .executableTarget(
             name: "allspark-recorder",
             dependencies: [
-                "Recorder", "RecorderCore", "GStreamerSupport", "GLibSupport", "FaceBlur", "ServerLink", "SoupSupport", "Discovery",
+                "AllSparkProtocol", "Recorder", "RecorderCore", "GStreamerSupport", "GLibSupport", "FaceBlur", "ServerLink", "SoupSupport", "Discovery",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -116,18 +121,29 @@ let package = Package(
             dependencies: ["Recorder", "RecorderCore", "GStreamerSupport", "GLibSupport", "SoupSupport", "FaceBlur"],
             path: "Tests/RecorderTestSupport"
         ),
+        // The server link's testing library: an in-memory channel and connector, and a clock
+        // the test moves, so protocol tests run without sockets, video or real waiting.
+        .target(
+            name: "ServerLinkTesting",
+            dependencies: ["ServerLink", "AllSparkProtocol", "SoupSupport", "RecorderCore"],
+            path: "Tests/ServerLinkTesting"
+        ),
+        .testTarget(
+            name: "AllSparkProtocolTests",
+            dependencies: ["AllSparkProtocol"]
+        ),
         .testTarget(
             name: "RecorderCoreTests",
             dependencies: ["RecorderCore"]
         ),
         .testTarget(
             name: "ServerLinkTests",
-            dependencies: ["ServerLink", "SoupSupport", "Recorder", "RecorderCore", "GLibSupport", "CGLib", "RecorderTestSupport",
+            dependencies: ["ServerLink", "ServerLinkTesting", "AllSparkProtocol", "SoupSupport", "Recorder", "RecorderCore", "GLibSupport", "CGLib", "RecorderTestSupport",
                            .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(
             name: "DiscoveryTests",
-            dependencies: ["Discovery", "RecorderCore", "GLibSupport", "CGLib", "RecorderTestSupport",
+            dependencies: ["Discovery", "AllSparkProtocol", "RecorderCore", "GLibSupport", "CGLib", "RecorderTestSupport",
                            .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(

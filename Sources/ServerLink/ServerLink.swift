@@ -1,3 +1,4 @@
+import AllSparkProtocol
 import Foundation
 import GLibSupport
 import Logging
@@ -174,7 +175,7 @@ public final class ServerLink {
     /// it if a requested range is waiting for it.
     public func chunkFinished(_ chunk: ChunkRecord, fps: Double, width: Int, height: Int, camera: String) {
         if announceChunks, let socket, socket.isOpen {
-            heldAnnouncements.append(ClientMessage.text(ClientMessage.ChunkSaved(chunk: chunk, camera: camera, fps: fps,
+            heldAnnouncements.append(ClientMessage.text(ClientMessage.ChunkSaved(startTime: chunk.start, endTime: chunk.end, camera: camera, size: chunk.size, format: chunk.format.rawValue, fps: fps,
                                                                                  width: width, height: height)))
             sendHeldAnnouncements()
         }
@@ -443,7 +444,7 @@ extension ServerLink: UploadTransport {
 
     func sendUpload(_ chunk: ChunkRecord, file: OpenedFile) throws {
         guard let socket, socket.isOpen else { throw WebSocketError(description: "not connected") }
-        socket.send(text: ClientMessage.text(ClientMessage.UploadMetadata(chunk: chunk)))
+        socket.send(text: ClientMessage.text(ClientMessage.UploadMetadata(filename: chunk.file, filesize: chunk.size, mimetype: chunk.format.mimeType)))
         ledger.sent(.upload(chunk.file))
         let bound = uploadOptions.replyTimeout + Double(chunk.size) / uploadOptions.replyBytesPerSecond
         replyTimer?.cancel()
@@ -482,5 +483,14 @@ extension ServerLink: UploadTransport {
                 self.scheduleReconnect()
             }
         }
+    }
+}
+
+extension ClientConfigUpdate {
+    /// The tuning after applying the accepted fields.
+    func applied(to tuning: RecordingTuning) -> RecordingTuning {
+        RecordingTuning(videoFormat: videoFormat.flatMap { RecorderCore.VideoFormat(rawValue: $0.rawValue) } ?? tuning.videoFormat,
+                        chunkDurationMs: chunkDurationMs ?? tuning.chunkDurationMs,
+                        bufferMaxMB: bufferMaxMB ?? tuning.bufferMaxMB)
     }
 }

@@ -1,3 +1,4 @@
+import AllSparkProtocol
 import Foundation
 import GLibSupport
 import Logging

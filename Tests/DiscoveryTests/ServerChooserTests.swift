@@ -1,3 +1,4 @@
+import AllSparkProtocol
 import CGLib
 import XCTest
 import RecorderCore

@@ -1,3 +1,4 @@
+import AllSparkProtocol
 import XCTest
 import CGLib
 import GLibSupport

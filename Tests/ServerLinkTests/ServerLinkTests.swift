@@ -1,3 +1,4 @@
+import AllSparkProtocol
 import XCTest
 import GLibSupport
 import Logging
