@@ -5,6 +5,7 @@ import GLibSupport
 import Logging
 import RecorderCore
 import RecorderTestSupport
+import ServerLinkTesting
 import SoupSupport
 @testable import Recorder
 @testable import ServerLink
@@ -254,31 +255,6 @@ final class HostileServerTests: XCTestCase {
         ServerLink(address: try! ServerAddress(parsing: "ws://\(server.address)"), deviceName: "box", verifyTLS: true,
                    reconnectDelay: 0.3, recorder: stored, announceChunks: false, uploadOptions: options, logger: log.logger)
     }
-}
-
-/// Chunk files in a real storage folder and catalog, with no recorder running (uploads only need files).
-final class StoredChunks: RecorderControl {
-    let folder = TemporaryDirectory()
-    let catalog: ChunkCatalog
-    let currentTuning = RecordingTuning(videoFormat: .mp4, chunkDurationMs: 2000, bufferMaxMB: 200)
-    var isCapturing: Bool { false }
-
-    init(count: Int) throws {
-        catalog = try ChunkCatalog(directory: folder.url)
-        let first = (Date().timeIntervalSince1970 - 60).rounded()
-        var random = SystemRandomNumberGenerator()
-        for i in 0..<count {
-            let start = first + Double(i) * 2
-            let record = ChunkRecord(file: "chunk_\(Int64(start * 1000)).mp4", start: start, end: start + 2,
-                                     size: 100_000 + Int64(i), format: .mp4)
-            let bytes = Data((0..<record.size).map { _ in UInt8.random(in: 0...255, using: &random) })
-            XCTAssertTrue(FileManager.default.createFile(atPath: catalog.url(of: record).path, contents: bytes))
-            catalog.add(record)
-        }
-    }
-
-    func retune(_ tuning: RecordingTuning) -> [String] { [] }
-    func resumeIfWaiting() -> Bool { false }
 }
 
 /// Every log line a link writes, as its handler received it (one line per message).
