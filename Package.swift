@@ -125,7 +125,7 @@ let package = Package(
         // the test moves, so protocol tests run without sockets, video or real waiting.
         .target(
             name: "ServerLinkTesting",
-            dependencies: ["ServerLink", "AllSparkProtocol", "SoupSupport", "RecorderCore"],
+            dependencies: ["ServerLink", "AllSparkProtocol", "SoupSupport", "RecorderCore", .product(name: "Logging", package: "swift-log")],
             path: "Tests/ServerLinkTesting"
         ),
         .testTarget(

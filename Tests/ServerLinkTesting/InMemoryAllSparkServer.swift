@@ -1,4 +1,7 @@
+import AllSparkProtocol
 import Foundation
+import Logging
+import RecorderCore
 import ServerLink
 import SoupSupport
 
@@ -29,6 +32,10 @@ public final class InMemoryAllSparkServer: LinkConnector, InMemoryPeer {
     public var refuseFilenames: Set<String> = []
     /// Pongs to pings (false: a peer gone deaf, as a server in its SIGTERM window).
     public var answersPings = true
+    /// False: files are swallowed without a reply (a server that lost them).
+    public var answersFiles = true
+    /// False: no handshake ever completes; the attempt fails at the link's deadline, on the clock, as the shim's does.
+    public var completesHandshakes = true
     /// Schemes it accepts a connection on (a plain server: ws only).
     public var schemes: Set<String> = ["ws", "wss"]
     /// False: connection attempts are refused, as on a port nobody listens on.
@@ -72,6 +79,12 @@ public final class InMemoryAllSparkServer: LinkConnector, InMemoryPeer {
                         completion: @escaping (Result<LinkChannel, WebSocketError>) -> Void) {
         attempts.append(url)
         let scheme = String(url.prefix { $0 != ":" })
+        guard completesHandshakes else {
+            _ = clock.after(Double(deadlineSeconds)) {
+                completion(.failure(WebSocketError(description: "no WebSocket connection within \(deadlineSeconds) s (connect, TLS and HTTP upgrade together)")))
+            }
+            return
+        }
         clock.post { [self] in
             guard isRunning else { return completion(.failure(WebSocketError(description: "Could not connect: Connection refused"))) }
             guard schemes.contains(scheme) else {
@@ -124,6 +137,7 @@ public final class InMemoryAllSparkServer: LinkConnector, InMemoryPeer {
             return reply(channel, success: false, "Metadata not received yet")
         }
         openUpload = nil
+        guard answersFiles else { return }
         var upload = metadata
         upload.data = binary
         uploads.append(upload)
@@ -136,5 +150,19 @@ public final class InMemoryAllSparkServer: LinkConnector, InMemoryPeer {
 
     public func linkEnded(_ channel: InMemoryChannel) {
         if openUpload?.channel === channel { openUpload = nil }
+    }
+}
+
+extension InMemoryAllSparkServer {
+    /// A link to this server over the in-memory channel, on this server's clock.
+    public func makeLink(recorder: RecorderControl?, deviceName: String = "Door (x86)", reconnectDelay: Double = 0.3,
+                         keepAliveSeconds: Double = 15, announce: Bool = true,
+                         upload: ServerLink.UploadOptions = .init(attempts: 3, retryDelay: 0.2),
+                         bounds: ServerBounds = ServerBounds(minBufferMB: 100, maxBufferMB: 200),
+                         store: ServerSettingsStore? = nil, logger: Logger = Logger(label: "allspark.server")) -> ServerLink {
+        ServerLink(address: ServerAddress(host: "allspark.test", port: 9080, explicitScheme: .ws), deviceName: deviceName,
+                   verifyTLS: true, reconnectDelay: reconnectDelay, recorder: recorder, keepAliveSeconds: keepAliveSeconds,
+                   announceChunks: announce, uploadOptions: upload, bounds: bounds, settingsStore: store, logger: logger,
+                   connector: self, clock: clock)
     }
 }

@@ -16,10 +16,10 @@ public final class StoredChunks: RecorderControl {
     /// What `retune` was given, in order.
     public private(set) var retunes: [RecordingTuning] = []
     public private(set) var resumeRequests = 0
-    /// The contents of every chunk file, unless given: a small real clip made once by the test, or random bytes.
+    /// The contents of every chunk file, when given (a small real clip made once by the test); else random bytes.
     private let contents: Data?
 
-    /// `count` chunks of 2 s, the first starting a minute before `now`.
+    /// `count` chunks of 2 s, the newest ending at about `now`.
     public init(count: Int, contents: Data? = nil, now: Date = Date(),
                 tuning: RecordingTuning = RecordingTuning(videoFormat: .mp4, chunkDurationMs: 2000, bufferMaxMB: 200)) throws {
         folder = FileManager.default.temporaryDirectory.appendingPathComponent("allspark-chunks-\(UUID().uuidString.prefix(8))")
@@ -27,25 +27,18 @@ public final class StoredChunks: RecorderControl {
         catalog = try ChunkCatalog(directory: folder)
         currentTuning = tuning
         self.contents = contents
-        var start = (now.timeIntervalSince1970 - 60).rounded()
+        let first = (now.timeIntervalSince1970 - 2 * Double(count)).rounded()
         for i in 0..<count {
-            try add(start: start, seconds: 2, size: contents.map { Int64($0.count) } ?? 100_000 + Int64(i))
-            start += 2
+            try add(start: first + 2 * Double(i), seconds: 2, contents: contents ?? Self.randomBytes(100_000 + i))
         }
     }
 
     deinit { try? FileManager.default.removeItem(at: folder) }
 
-    /// Writes and catalogs a chunk file; returns its record.
+    /// Writes and catalogs a chunk file holding `contents` (default: the chunks' contents, or random bytes).
     @discardableResult
-    public func add(start: Double, seconds: Double, size: Int64? = nil, format: VideoFormat = .mp4) throws -> ChunkRecord {
-        let bytes: Data
-        if let contents, size == nil || size == Int64(contents.count) {
-            bytes = contents
-        } else {
-            var random = SystemRandomNumberGenerator()
-            bytes = Data((0..<Int(size ?? 100_000)).map { _ in UInt8.random(in: 0...255, using: &random) })
-        }
+    public func add(start: Double, seconds: Double, contents: Data? = nil, format: VideoFormat = .mp4) throws -> ChunkRecord {
+        let bytes = contents ?? self.contents ?? Self.randomBytes(100_000)
         let record = ChunkRecord(file: ChunkName.final(startMs: Int64((start * 1000).rounded()), format: format),
                                  start: start, end: start + seconds, size: Int64(bytes.count), format: format)
         guard FileManager.default.createFile(atPath: catalog.url(of: record).path, contents: bytes) else {
@@ -53,6 +46,16 @@ public final class StoredChunks: RecorderControl {
         }
         catalog.add(record)
         return record
+    }
+
+    public static func randomBytes(_ count: Int) -> Data {
+        var random = SystemRandomNumberGenerator()
+        var bytes = [UInt8](repeating: 0, count: count)
+        for i in stride(from: 0, to: count, by: 8) {
+            let word = random.next()
+            for j in 0..<min(8, count - i) { bytes[i + j] = UInt8(truncatingIfNeeded: word >> (8 * UInt64(j))) }
+        }
+        return Data(bytes)
     }
 
     /// A chunk ends at `end` (starting where the newest one ended): written, catalogued and
