@@ -19,7 +19,7 @@ public final class StoredChunks: RecorderControl {
     /// The contents of every chunk file, when given (a small real clip made once by the test); else random bytes.
     private let contents: Data?
 
-    /// `count` chunks of 2 s, the newest ending at about `now`.
+    /// `count` chunks of 2 s on whole seconds, the newest ending 1 to 2 s before `now` (so a range up to `now` covers them all).
     public init(count: Int, contents: Data? = nil, now: Date = Date(),
                 tuning: RecordingTuning = RecordingTuning(videoFormat: .mp4, chunkDurationMs: 2000, bufferMaxMB: 200)) throws {
         folder = FileManager.default.temporaryDirectory.appendingPathComponent("allspark-chunks-\(UUID().uuidString.prefix(8))")
@@ -27,7 +27,7 @@ public final class StoredChunks: RecorderControl {
         catalog = try ChunkCatalog(directory: folder)
         currentTuning = tuning
         self.contents = contents
-        let first = (now.timeIntervalSince1970 - 2 * Double(count)).rounded()
+        let first = (now.timeIntervalSince1970 - 2 * Double(count) - 1).rounded(.down)
         for i in 0..<count {
             try add(start: first + 2 * Double(i), seconds: 2, contents: contents ?? Self.randomBytes(100_000 + i))
         }
