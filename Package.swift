@@ -7,13 +7,15 @@ import PackageDescription
 //   GStreamerSupport            the GStreamer boundary: typed Swift over GStreamer; element and pad pointers stay inside
 //   CFaceDetector               C++ shim: CenterFace face detection (OpenCV DNN), pixelation
 //   FaceDetectorSupport         the OpenCV boundary: CenterFace net, detection in a region, block means, pixelation in Swift types
+//   AllSparkProtocol            pure Swift, Foundation only: the wire messages, the reply ledger, server addresses, peer text
 //   Storage                     pure Swift: the storage folder, chunk catalog, retention rules and guard, shared pins
 //   RecorderCore                pure Swift: config, TOML, pipeline templates
 //   Recorder                    the media engine: pipeline, frame path, chunk lifecycle, service
 //   FaceBlur                    the privacy stage: detection thread, tracking, anonymisation
 //   CSoupShim                   C: WebSocket handshake over GIO, gated stream for streamed uploads
 //   SoupSupport                 the libsoup boundary: WebSocket client and a small HTTP/WebSocket server
-//   ServerLink                  the AllSpark server connection (protocol over SoupSupport)
+//   ServerLink                  the AllSpark server connection: connection, session, one file per command, upload queue
+//   ServerLinkTesting           (Tests/) an in-memory channel and a test-controlled clock the link runs over in tests
 //   AvahiSupport                the Avahi boundary: client with its state, service browser and resolver, typed events
 //   Discovery                   finding AllSpark servers: browsing _allspark._tcp over AvahiSupport, the auto-connect policy
 //   RecorderService             the service core: recorder + privacy stage + server link + discovery + settings, one lifecycle
@@ -83,8 +85,11 @@ let package = Package(
             dependencies: ["CSoup", "CSoupShim", "GLibSupport"]
         ),
         .target(
+            name: "AllSparkProtocol"
+        ),
+        .target(
             name: "ServerLink",
-            dependencies: ["SoupSupport", "Storage", "RecorderCore", "GLibSupport", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["AllSparkProtocol", "SoupSupport", "Storage", "RecorderCore", "GLibSupport", .product(name: "Logging", package: "swift-log")]
         ),
         .target(
             name: "AvahiSupport",
@@ -92,7 +97,7 @@ let package = Package(
         ),
         .target(
             name: "Discovery",
-            dependencies: ["AvahiSupport", "GLibSupport", "RecorderCore", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["AllSparkProtocol", "AvahiSupport", "GLibSupport", "RecorderCore", .product(name: "Logging", package: "swift-log")]
         ),
         .target(
             name: "GLibSupport",
@@ -108,7 +113,7 @@ let package = Package(
         ),
         .target(
             name: "RecorderCore",
-            dependencies: ["Storage", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["AllSparkProtocol", "Storage", .product(name: "Logging", package: "swift-log")]
         ),
         .target(
             name: "Recorder",
@@ -122,7 +127,7 @@ let package = Package(
         .target(
             name: "RecorderService",
             dependencies: [
-                "Recorder", "RecorderCore", "FaceBlur", "ServerLink", "Discovery", "GLibSupport", "GStreamerSupport",
+                "AllSparkProtocol", "Recorder", "Storage", "RecorderCore", "FaceBlur", "ServerLink", "Discovery", "GLibSupport", "GStreamerSupport",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -130,7 +135,7 @@ let package = Package(
         .target(
             name: "Console",
             dependencies: [
-                "RecorderService", "Recorder", "Storage", "RecorderCore", "ServerLink", "SoupSupport", "GLibSupport",
+                "RecorderService", "AllSparkProtocol", "Recorder", "Storage", "RecorderCore", "ServerLink", "SoupSupport", "GLibSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -139,7 +144,7 @@ let package = Package(
         .executableTarget(
             name: "allspark-recorder",
             dependencies: [
-                "Console", "RecorderService", "Recorder", "Storage", "RecorderCore", "GStreamerSupport", "GLibSupport", "FaceBlur", "ServerLink", "SoupSupport", "Discovery",
+                "Console", "RecorderService", "AllSparkProtocol", "Recorder", "Storage", "RecorderCore", "GStreamerSupport", "GLibSupport", "FaceBlur", "ServerLink", "SoupSupport", "Discovery",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -165,18 +170,29 @@ let package = Package(
             name: "StorageTests",
             dependencies: ["Storage", .product(name: "Logging", package: "swift-log")]
         ),
+        // The server link's testing library: an in-memory channel and connector, and a clock
+        // the test moves, so protocol tests run without sockets, video or real waiting.
+        .target(
+            name: "ServerLinkTesting",
+            dependencies: ["ServerLink", "AllSparkProtocol", "SoupSupport", "Storage", "RecorderCore", .product(name: "Logging", package: "swift-log")],
+            path: "Tests/ServerLinkTesting"
+        ),
+        .testTarget(
+            name: "AllSparkProtocolTests",
+            dependencies: ["AllSparkProtocol"]
+        ),
         .testTarget(
             name: "RecorderCoreTests",
             dependencies: ["RecorderCore"]
         ),
         .testTarget(
             name: "ServerLinkTests",
-            dependencies: ["ServerLink", "SoupSupport", "Recorder", "RecorderCore", "RecorderService", "GLibSupport", "RecorderTestSupport",
+            dependencies: ["ServerLink", "ServerLinkTesting", "AllSparkProtocol", "SoupSupport", "Recorder", "Storage", "RecorderCore", "RecorderService", "GLibSupport", "RecorderTestSupport",
                            .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(
             name: "DiscoveryTests",
-            dependencies: ["Discovery", "RecorderCore", "GLibSupport", "RecorderTestSupport",
+            dependencies: ["Discovery", "AllSparkProtocol", "RecorderCore", "GLibSupport", "RecorderTestSupport",
                            .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(

@@ -1,4 +1,5 @@
 import Foundation
+import AllSparkProtocol
 import Recorder
 import RecorderCore
 import ServerLink

@@ -1,4 +1,5 @@
 import Foundation
+import AllSparkProtocol
 import GLibSupport
 import Logging
 import Recorder

@@ -1,3 +1,4 @@
+import AllSparkProtocol
 import RecorderCore
 
 /// An AllSpark server announced on the network (`_allspark._tcp`), as

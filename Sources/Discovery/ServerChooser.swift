@@ -1,3 +1,4 @@
+import AllSparkProtocol
 import RecorderCore
 
 /// Which discovered server the recorder talks to. Pure policy: it is told

@@ -1,3 +1,4 @@
+import AllSparkProtocol
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -117,12 +118,6 @@ public struct RecordingTuning: Equatable, Sendable, Codable {
 public struct ConfigError: Error, CustomStringConvertible, Equatable {
     public var description: String
     public init(_ description: String) { self.description = description }
-}
-
-/// Limits shared by the config file, the command line and the server.
-public enum ConfigLimits {
-    public static let chunkDurationMs = 1_000...3_600_000
-    public static let bufferMaxMB = 1...10_000_000
 }
 
 /// Reads `recorder.toml`-style files, applies `--set` overrides and validates.

@@ -1,4 +1,5 @@
 import Discovery
+import AllSparkProtocol
 import GLibSupport
 import Logging
 import RecorderCore

@@ -1,4 +1,5 @@
 import Foundation
+import AllSparkProtocol
 import Logging
 import Recorder
 import RecorderCore

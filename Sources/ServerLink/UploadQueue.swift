@@ -1,5 +1,5 @@
+import AllSparkProtocol
 import Foundation
-import GLibSupport
 import Logging
 import RecorderCore
 import Storage
@@ -15,7 +15,9 @@ protocol UploadTransport: AnyObject {
     func sendUpload(_ chunk: ChunkRecord, file: OpenedFile) throws
 }
 
-/// Chunks the server asked for, sent one file at a time.
+/// Chunks the server asked for, sent one file at a time: owns an upload from
+/// the request to the server's confirmed reply (the session attributes the
+/// replies, the queue decides what they mean for the chunk).
 ///
 /// - Asked-for chunks are pinned in the catalog, so retention cannot delete
 ///   them while they wait, and unpinned after success or final failure.
@@ -51,6 +53,7 @@ final class UploadQueue {
     private let maxBytes: Int64
     private let maxAttempts: Int
     private let retryDelay: Double
+    private let clock: LinkClock
     private let logger: Logger
     weak var transport: UploadTransport?
     /// Each upload that ended: file name, and whether the server received it.
@@ -59,12 +62,13 @@ final class UploadQueue {
     private(set) var waiting: [Item] = []
     private(set) var inFlight: (item: Item, started: Date)?
     private(set) var watches: [Watch] = []
-    private var retryTimer: MainLoop.Source?
+    private var retryTimer: LinkTimer?
     /// Chunks the current server received, and when.
     private var delivered: [String: Date] = [:]
     private let redeliveryAfter: TimeInterval = 600
 
-    init(catalog: ChunkCatalog, maxBytes: Int64, maxAttempts: Int, retryDelay: Double, logger: Logger) {
+    init(catalog: ChunkCatalog, maxBytes: Int64, maxAttempts: Int, retryDelay: Double, clock: LinkClock, logger: Logger) {
+        self.clock = clock
         self.catalog = catalog
         self.maxBytes = maxBytes
         self.maxAttempts = maxAttempts
@@ -87,7 +91,7 @@ final class UploadQueue {
         let waitsForMore = recording && to > newestEnd
         if waitsForMore {
             // The chunk being written (and, for a range in the future, the ones after it) will overlap.
-            let expires = max(to, Date().timeIntervalSince1970) + 2 * chunkDuration + 30
+            let expires = max(to, clock.now.timeIntervalSince1970) + 2 * chunkDuration + 30
             watches.append(Watch(from: from, to: to, expires: expires, reason: reason))
         }
         let summary = "\(reason): \(queued) chunk(s) queued (\(String(format: "%.1f", Double(bytes) / 1_048_576)) MiB)"
@@ -100,7 +104,7 @@ final class UploadQueue {
 
     /// A chunk was finished and catalogued: queue it if a watch covers it.
     func chunkFinished(_ chunk: ChunkRecord) {
-        let now = Date().timeIntervalSince1970
+        let now = clock.now.timeIntervalSince1970
         for watch in watches where chunk.overlaps(from: watch.from, to: watch.to) {
             if enqueue(chunk, reason: watch.reason) {
                 logger.info("\(watch.reason): \(chunk.file) finished and queued")
@@ -125,7 +129,7 @@ final class UploadQueue {
         if inFlight?.item.chunk.file == chunk.file || waiting.contains(where: { $0.chunk.file == chunk.file }) {
             return false
         }
-        if let when = delivered[chunk.file], Date().timeIntervalSince(when) < redeliveryAfter {
+        if let when = delivered[chunk.file], clock.now.timeIntervalSince(when) < redeliveryAfter {
             return false
         }
         catalog.pin(chunk.file)
@@ -156,7 +160,7 @@ final class UploadQueue {
             item.chunk.size = size
             item.attempts += 1
             do {
-                inFlight = (item, Date())
+                inFlight = (item, clock.now)
                 logger.info("uploading \(item.chunk.file) (\(size) bytes, attempt \(item.attempts) of \(maxAttempts))")
                 try transport.sendUpload(item.chunk, file: file)
             } catch {
@@ -176,9 +180,9 @@ final class UploadQueue {
         }
         inFlight = nil
         if success {
-            let seconds = max(Date().timeIntervalSince(started), 0.001)
+            let seconds = max(clock.now.timeIntervalSince(started), 0.001)
             logger.notice("uploaded \(file) (\(item.chunk.size) bytes in \(String(format: "%.2f", seconds)) s, \(String(format: "%.1f", Double(item.chunk.size) / 1_048_576 / seconds)) MiB/s) for \(item.reason)")
-            delivered[file] = Date()
+            delivered[file] = clock.now
             catalog.unpin(file)
             onFinished?(file, true)
             pump()
@@ -209,7 +213,7 @@ final class UploadQueue {
         waiting.insert(item, at: 0)
         let wait = delay ?? retryDelay
         guard wait > 0 else { pump(); return }
-        retryTimer = MainLoop.after(wait) { [weak self] in
+        retryTimer = clock.after(wait) { [weak self] in
             self?.retryTimer = nil
             self?.pump()
         }

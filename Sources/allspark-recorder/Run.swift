@@ -1,3 +1,4 @@
+import AllSparkProtocol
 import ArgumentParser
 import Foundation
 import GLibSupport

@@ -1,3 +1,4 @@
+import AllSparkProtocol
 import GLibSupport
 import XCTest
 import RecorderCore

@@ -1,8 +1,10 @@
+import AllSparkProtocol
 import XCTest
 import GLibSupport
 import Logging
 import RecorderCore
 import RecorderTestSupport
+import ServerLinkTesting
 import SoupSupport
 @testable import Recorder
 @testable import ServerLink
@@ -103,62 +105,60 @@ final class HostileServerTests: XCTestCase {
     // MARK: - Item 8: bounds on what a server may ask
 
     func testARangeYearsIntoTheFutureOnlyReachesTheBoxsBoundAndATinyBufferIsClamped() throws {
-        let server = try AllSparkTestServer()
+        let server = InMemoryAllSparkServer()
         server.clientConfig = #"{"type":"clientConfig","config":{"videoBufferMaxMB":1}}"#
-        let storage = TemporaryDirectory()
-        let recorder = try Recorder(config: testConfig(storage: storage.path), makeProcessor: { _ in PassThroughProcessor() })
-        let store = ServerSettingsStore(storageDirectory: storage.path)
+        let stored = try StoredChunks(count: 1, now: server.clock.now)
+        let store = ServerSettingsStore(storageDirectory: stored.folder.path)
         let log = LogCapture()
-        let link = ServerLink(address: try ServerAddress(parsing: "ws://\(server.address)"), deviceName: "box", verifyTLS: true,
-                              reconnectDelay: 0.3, recorder: recorder, announceChunks: false,
-                              bounds: ServerBounds(maxRequestFutureSeconds: 3, minBufferMB: 100, maxBufferMB: 200),
-                              settingsStore: store, logger: log.logger)
-        recorder.onChunkFinished = { [weak link] chunk in
-            link?.chunkFinished(chunk.record, fps: chunk.framesPerSecond, width: chunk.width, height: chunk.height, camera: "test")
-        }
-        try recorder.start()
+        let link = server.makeLink(recorder: stored, deviceName: "box", announce: false,
+                                   bounds: ServerBounds(maxRequestFutureSeconds: 3, minBufferMB: 100, maxBufferMB: 200),
+                                   store: store, logger: log.logger)
         link.start()
-        XCTAssertTrue(waitOnMainLoop(5) { link.state == .connected(.ws) && recorder.currentTuning.bufferMaxMB != 200 })
-        XCTAssertEqual(recorder.currentTuning.bufferMaxMB, 100, "clamped to server.min_buffer_mb, not 1 MB")
+        XCTAssertTrue(server.clock.advance(upTo: 1) { link.state == .connected(.ws) && stored.currentTuning.bufferMaxMB != 200 })
+        XCTAssertEqual(stored.currentTuning.bufferMaxMB, 100, "clamped to server.min_buffer_mb, not 1 MB")
         XCTAssertEqual(store.load()?.tuning.bufferMaxMB, 100, "what is kept for the next start is the clamped value")
         XCTAssertTrue(log.contains("videoBufferMaxMB 1 is outside"), log.text)
 
-        let now = Date().timeIntervalSince1970
-        server.connections.last?.send(text: #"{"command":"uploadTimeRange","startTime":\#(now),"endTime":\#(now + 3 * 365 * 86_400)}"#)
-        runMainLoop(seconds: 9)
-        XCTAssertTrue(stopAndWait(recorder))
-        XCTAssertTrue(waitOnMainLoop(5) { link.pendingUploads == 0 })
+        stored.isCapturing = true
+        let now = server.clock.now.timeIntervalSince1970
+        server.send(text: #"{"command":"uploadTimeRange","startTime":\#(now),"endTime":\#(now + 3 * 365 * 86_400)}"#)
+        for _ in 0..<4 {
+            server.clock.advance(by: 2)
+            try stored.finish(until: server.clock.now.timeIntervalSince1970, link: link)
+        }
+        stored.isCapturing = false
+        link.recordingEnded()
+        XCTAssertTrue(server.clock.advance(upTo: 5) { link.pendingUploads == 0 })
         link.stop()
         XCTAssertTrue(log.contains("only the next 3.000 s are taken (server.max_request_future_s)"), log.text)
-        let wanted = Set(recorder.catalog.chunks(from: now, to: now + 3).map(\.file))
+        let wanted = Set(stored.catalog.chunks(from: now, to: now + 3).map(\.file))
         XCTAssertFalse(wanted.isEmpty)
-        XCTAssertFalse(recorder.catalog.all.filter { $0.start > now + 3.5 }.isEmpty, "chunks were recorded after the bound")
+        XCTAssertFalse(stored.catalog.all.filter { $0.start > now + 3.5 }.isEmpty, "chunks were recorded after the bound")
         XCTAssertEqual(Set(server.uploads.map(\.filename)), wanted, "only the chunks within the bound left the box")
     }
 
     func testARecordCommandWithAHugeDurationIsClamped() throws {
-        let server = try AllSparkTestServer()
-        let storage = TemporaryDirectory()
-        let recorder = try Recorder(config: testConfig(storage: storage.path), makeProcessor: { _ in PassThroughProcessor() })
+        let server = InMemoryAllSparkServer()
+        let stored = try StoredChunks(count: 1, now: server.clock.now)
+        stored.isCapturing = true
         let log = LogCapture()
-        let link = ServerLink(address: try ServerAddress(parsing: "ws://\(server.address)"), deviceName: "box", verifyTLS: true,
-                              reconnectDelay: 0.3, recorder: recorder, announceChunks: false,
-                              bounds: ServerBounds(maxRecordDurationSeconds: 2), logger: log.logger)
-        recorder.onChunkFinished = { [weak link] chunk in
-            link?.chunkFinished(chunk.record, fps: chunk.framesPerSecond, width: chunk.width, height: chunk.height, camera: "test")
-        }
-        try recorder.start()
+        let link = server.makeLink(recorder: stored, deviceName: "box", announce: false,
+                                   bounds: ServerBounds(maxRecordDurationSeconds: 2), logger: log.logger)
         link.start()
-        XCTAssertTrue(waitOnMainLoop(5) { link.state == .connected(.ws) })
-        let now = Date().timeIntervalSince1970
-        server.connections.last?.send(text: #"{"command":"record","duration":1e9,"autoUpload":true}"#)
-        runMainLoop(seconds: 8)
-        XCTAssertTrue(stopAndWait(recorder))
-        XCTAssertTrue(waitOnMainLoop(5) { link.pendingUploads == 0 })
+        XCTAssertTrue(server.clock.advance(upTo: 1) { link.state == .connected(.ws) })
+        let now = server.clock.now.timeIntervalSince1970
+        server.send(text: #"{"command":"record","duration":1e9,"autoUpload":true}"#)
+        for _ in 0..<4 {
+            server.clock.advance(by: 2)
+            try stored.finish(until: server.clock.now.timeIntervalSince1970, link: link)
+        }
+        stored.isCapturing = false
+        link.recordingEnded()
+        XCTAssertTrue(server.clock.advance(upTo: 5) { link.pendingUploads == 0 })
         link.stop()
         XCTAssertTrue(log.contains("only 2.000 s are taken (server.max_record_duration_s)"), log.text)
-        let wanted = Set(recorder.catalog.chunks(from: now, to: now + 2.2).map(\.file))
-        XCTAssertFalse(recorder.catalog.all.filter { $0.start > now + 3 }.isEmpty, "chunks were recorded after the bound")
+        let wanted = Set(stored.catalog.chunks(from: now, to: now + 2.2).map(\.file))
+        XCTAssertFalse(stored.catalog.all.filter { $0.start > now + 3 }.isEmpty, "chunks were recorded after the bound")
         XCTAssertTrue(Set(server.uploads.map(\.filename)).isSubset(of: wanted), "\(server.uploads.map(\.filename)) ⊄ \(wanted)")
         XCTAssertFalse(server.uploads.isEmpty)
     }
@@ -252,31 +252,6 @@ final class HostileServerTests: XCTestCase {
         ServerLink(address: try! ServerAddress(parsing: "ws://\(server.address)"), deviceName: "box", verifyTLS: true,
                    reconnectDelay: 0.3, recorder: stored, announceChunks: false, uploadOptions: options, logger: log.logger)
     }
-}
-
-/// Chunk files in a real storage folder and catalog, with no recorder running (uploads only need files).
-final class StoredChunks: RecorderControl {
-    let folder = TemporaryDirectory()
-    let catalog: ChunkCatalog
-    let currentTuning = RecordingTuning(videoFormat: .mp4, chunkDurationMs: 2000, bufferMaxMB: 200)
-    var isCapturing: Bool { false }
-
-    init(count: Int) throws {
-        catalog = try ChunkCatalog(directory: folder.url)
-        let first = (Date().timeIntervalSince1970 - 60).rounded()
-        var random = SystemRandomNumberGenerator()
-        for i in 0..<count {
-            let start = first + Double(i) * 2
-            let record = ChunkRecord(file: "chunk_\(Int64(start * 1000)).mp4", start: start, end: start + 2,
-                                     size: 100_000 + Int64(i), format: .mp4)
-            let bytes = Data((0..<record.size).map { _ in UInt8.random(in: 0...255, using: &random) })
-            XCTAssertTrue(FileManager.default.createFile(atPath: catalog.url(of: record).path, contents: bytes))
-            catalog.add(record)
-        }
-    }
-
-    func retune(_ tuning: RecordingTuning) -> [String] { [] }
-    func resumeIfWaiting() -> Bool { false }
 }
 
 /// Every log line a link writes, as its handler received it (one line per message).

@@ -1,5 +1,5 @@
 import XCTest
-@testable import RecorderCore
+@testable import AllSparkProtocol
 
 final class ServerAddressTests: XCTestCase {
     func testForms() throws {
@@ -59,8 +59,6 @@ final class MessageTests: XCTestCase {
         XCTAssertNil(update.bufferMaxMB)
         XCTAssertNotNil(update.rejected["videoBufferMaxMB"])
         XCTAssertEqual(update.ignoredKeys, ["communicationsPolicy"])
-        let tuned = update.applied(to: RecordingTuning(videoFormat: .mp4, chunkDurationMs: 30000, bufferMaxMB: 100))
-        XCTAssertEqual(tuned, RecordingTuning(videoFormat: .mov, chunkDurationMs: 10000, bufferMaxMB: 100))
 
         guard case .clientConfig(let bad)? = parse(#"{"type":"clientConfig","config":{"videoFormat":"avi","videoChunkDurationMs":true,"videoBufferMaxMB":"big"}}"#)
         else { return XCTFail() }
@@ -68,8 +66,9 @@ final class MessageTests: XCTestCase {
         guard case .clientConfig(let huge)? = parse(#"{"type":"clientConfig","config":{"videoChunkDurationMs":1e300,"videoBufferMaxMB":-1e300}}"#)
         else { return XCTFail() }
         XCTAssertEqual(Set(huge.rejected.keys), ["videoChunkDurationMs", "videoBufferMaxMB"], "huge numbers are rejected, not trapped on")
-        XCTAssertEqual(bad.applied(to: RecordingTuning(videoFormat: .mp4, chunkDurationMs: 5000, bufferMaxMB: 7)),
-                       RecordingTuning(videoFormat: .mp4, chunkDurationMs: 5000, bufferMaxMB: 7), "nothing bad is applied")
+        XCTAssertEqual(bad.videoFormat, nil)
+        XCTAssertEqual(bad.chunkDurationMs, nil)
+        XCTAssertEqual(bad.bufferMaxMB, nil, "nothing bad is kept")
     }
 
     func testCommands() {
@@ -106,10 +105,11 @@ final class MessageTests: XCTestCase {
     func testOutgoingMessagesAreWhatServersKeyOn() throws {
         XCTAssertEqual(ClientMessage.text(ClientMessage.ClientInfo(clientName: "Door (x86)")),
                        #"{"clientName":"Door (x86)","type":"clientInfo"}"#)
-        let chunk = ChunkRecord(file: "chunk_1700000000000.mov", start: 1_700_000_000, end: 1_700_000_030, size: 1234, format: .mov)
-        XCTAssertEqual(ClientMessage.text(ClientMessage.UploadMetadata(chunk: chunk)),
+        XCTAssertEqual(ClientMessage.text(ClientMessage.UploadMetadata(filename: "chunk_1700000000000.mov", filesize: 1234,
+                                                                       mimetype: "video/quicktime")),
                        #"{"filename":"chunk_1700000000000.mov","filesize":1234,"mimetype":"video/quicktime","type":"upload"}"#)
-        let saved = ClientMessage.text(ClientMessage.ChunkSaved(chunk: chunk, camera: "test", fps: 30, width: 1280, height: 720))
+        let saved = ClientMessage.text(ClientMessage.ChunkSaved(startTime: 1_700_000_000, endTime: 1_700_000_030, camera: "test",
+                                                                size: 1234, format: "mov", fps: 30, width: 1280, height: 720))
         let json = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(saved.utf8)) as? [String: Any])
         XCTAssertEqual(json["type"] as? String, "chunkSaved")
         XCTAssertEqual(json["startTime"] as? Double, 1_700_000_000)
@@ -197,19 +197,5 @@ final class ReplyLedgerTests: XCTestCase {
         XCTAssertEqual(ledger.barrier(after: "a.mp4"), .nothing)
         XCTAssertEqual(ledger.received(success: true, message: "Video uploaded successfully"),
                        .upload("a.mp4", success: true, message: "Video uploaded successfully"))
-    }
-}
-
-final class ServerSettingsStoreTests: XCTestCase {
-    func testSavedValuesAreLaidOverTheConfigAndDamageIsIgnored() throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("settings-\(UUID().uuidString.prefix(8))")
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let store = ServerSettingsStore(storageDirectory: folder.path)
-        XCTAssertNil(store.load())
-        let tuning = RecordingTuning(videoFormat: .mov, chunkDurationMs: 10_000, bufferMaxMB: 42)
-        try store.save(tuning, server: "ws://127.0.0.1:1", at: 5)
-        XCTAssertEqual(store.load(), .init(tuning: tuning, server: "ws://127.0.0.1:1", savedAt: 5))
-        try Data("{ half a fi".utf8).write(to: store.url)
-        XCTAssertNil(store.load(), "a damaged file is ignored, not fatal")
     }
 }

@@ -4,6 +4,8 @@ import Storage
 // The AllSpark wire protocol as deployed servers speak it (shared/DESIGN.md).
 // Pure value types: parsing is tolerant of what servers add, strict about
 // what the recorder acts on, and never throws past `ServerMessage.parse`.
+// Foundation only: the recorder's own types (chunk records, tuning) are
+// mapped onto these by the server link.
 
 /// A message from the server, classified.
 public enum ServerMessage: Equatable, Sendable {
@@ -70,6 +72,9 @@ public enum ServerMessage: Equatable, Sendable {
 
 /// The fields of a `clientConfig` the recorder understands, each validated on its own.
 public struct ClientConfigUpdate: Equatable, Sendable {
+    /// The containers a server may ask for (`"none"`, record no video, is not one this recorder accepts).
+    public enum VideoFormat: String, Sendable { case mp4, mov }
+
     public var videoFormat: VideoFormat?
     public var chunkDurationMs: Int?
     public var bufferMaxMB: Int?
@@ -112,13 +117,6 @@ public struct ClientConfigUpdate: Equatable, Sendable {
               n.doubleValue >= Double(range.lowerBound), n.doubleValue <= Double(range.upperBound) else { return nil }
         return Int(n.doubleValue)
     }
-
-    /// The tuning after applying the accepted fields.
-    public func applied(to tuning: RecordingTuning) -> RecordingTuning {
-        RecordingTuning(videoFormat: videoFormat ?? tuning.videoFormat,
-                        chunkDurationMs: chunkDurationMs ?? tuning.chunkDurationMs,
-                        bufferMaxMB: bufferMaxMB ?? tuning.bufferMaxMB)
-    }
 }
 
 /// A JSON number, not a boolean. JSONSerialization hands both out as
@@ -143,10 +141,10 @@ public enum ClientMessage {
         public var filename: String
         public var filesize: Int64
         public var mimetype: String
-        public init(chunk: ChunkRecord) {
-            filename = chunk.file
-            filesize = chunk.size
-            mimetype = chunk.format.mimeType
+        public init(filename: String, filesize: Int64, mimetype: String) {
+            self.filename = filename
+            self.filesize = filesize
+            self.mimetype = mimetype
         }
     }
 
@@ -160,12 +158,13 @@ public enum ClientMessage {
         public var format: String
         public var fps: Double
         public var dimensions: Dimensions
-        public init(chunk: ChunkRecord, camera: String, fps: Double, width: Int, height: Int) {
-            startTime = chunk.start
-            endTime = chunk.end
+        public init(startTime: Double, endTime: Double, camera: String, size: Int64, format: String,
+                    fps: Double, width: Int, height: Int) {
+            self.startTime = startTime
+            self.endTime = endTime
             self.camera = camera
-            size = chunk.size
-            format = chunk.format.rawValue
+            self.size = size
+            self.format = format
             self.fps = fps
             dimensions = Dimensions(width: width, height: height)
         }

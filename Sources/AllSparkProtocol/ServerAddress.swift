@@ -10,6 +10,12 @@ import Foundation
 /// takes it: `[fe80::1%eth0]:8080`. `host` keeps that form; URLs carry the
 /// zone as `%25eth0` (RFC 6874), the only form GLib's URI parser, and so
 /// libsoup, accepts.
+/// Why `server.host` (or a scanned pairing code) is not a server address.
+public struct ServerAddressError: Error, CustomStringConvertible, Equatable {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}
+
 public struct ServerAddress: Equatable, Sendable, CustomStringConvertible {
     public enum Scheme: String, Sendable { case ws, wss }
 
@@ -49,7 +55,7 @@ public struct ServerAddress: Equatable, Sendable, CustomStringConvertible {
     /// Parses `server.host`; errors say what was expected.
     public init(parsing text: String) throws {
         var rest = Substring(text.trimmingCharacters(in: .whitespaces))
-        guard !rest.isEmpty else { throw ConfigError("server.host is empty (use discovery, or give host:port)") }
+        guard !rest.isEmpty else { throw ServerAddressError("server.host is empty (use discovery, or give host:port)") }
         var scheme: Scheme?
         var defaultPort: Int?
         for (prefix, s, port) in [("https://", Scheme.wss, 443), ("wss://", .wss, 443), ("http://", .ws, 80), ("ws://", .ws, 80)]
@@ -60,7 +66,7 @@ public struct ServerAddress: Equatable, Sendable, CustomStringConvertible {
             break
         }
         if scheme == nil, let range = rest.range(of: "://") {
-            throw ConfigError("server.host \"\(text)\": unknown scheme \"\(rest[..<range.lowerBound])\"; use http, https, ws or wss (or none)")
+            throw ServerAddressError("server.host \"\(text)\": unknown scheme \"\(rest[..<range.lowerBound])\"; use http, https, ws or wss (or none)")
         }
         var path = "/"
         if let slash = rest.firstIndex(of: "/") {
@@ -71,7 +77,7 @@ public struct ServerAddress: Equatable, Sendable, CustomStringConvertible {
         var portText: Substring?
         if rest.hasPrefix("[") {
             guard let close = rest.firstIndex(of: "]") else {
-                throw ConfigError("server.host \"\(text)\": an IPv6 address needs a closing ']', e.g. [fe80::1]:8080")
+                throw ServerAddressError("server.host \"\(text)\": an IPv6 address needs a closing ']', e.g. [fe80::1]:8080")
             }
             host = rest[rest.index(after: rest.startIndex)..<close]
             if let percent = host.firstIndex(of: "%") {
@@ -79,33 +85,33 @@ public struct ServerAddress: Equatable, Sendable, CustomStringConvertible {
                 // In a URL (a scheme was given) the zone separator is written %25 (RFC 6874).
                 if scheme != nil, zone.hasPrefix("25"), zone.count > 2 { zone = zone.dropFirst(2) }
                 guard !zone.isEmpty, !zone.contains(where: { $0 == "%" || $0.isWhitespace }) else {
-                    throw ConfigError("server.host \"\(text)\": after '%' give the interface of a link-local address, e.g. [fe80::1%eth0]:8080")
+                    throw ServerAddressError("server.host \"\(text)\": after '%' give the interface of a link-local address, e.g. [fe80::1%eth0]:8080")
                 }
                 host = host[..<percent] + "%" + zone
             }
             let after = rest[rest.index(after: close)...]
             if after.hasPrefix(":") { portText = after.dropFirst() } else if !after.isEmpty {
-                throw ConfigError("server.host \"\(text)\": unexpected \"\(after)\" after the IPv6 address")
+                throw ServerAddressError("server.host \"\(text)\": unexpected \"\(after)\" after the IPv6 address")
             }
         } else if rest.filter({ $0 == ":" }).count > 1 {
-            throw ConfigError("server.host \"\(text)\": write an IPv6 address in brackets, e.g. [\(rest)]:8080")
+            throw ServerAddressError("server.host \"\(text)\": write an IPv6 address in brackets, e.g. [\(rest)]:8080")
         } else if let colon = rest.lastIndex(of: ":") {
             host = rest[..<colon]
             portText = rest[rest.index(after: colon)...]
         } else {
             host = rest
         }
-        guard !host.isEmpty else { throw ConfigError("server.host \"\(text)\": no host name") }
+        guard !host.isEmpty else { throw ServerAddressError("server.host \"\(text)\": no host name") }
         let port: Int
         if let portText {
             guard let p = Int(portText), (1...65535).contains(p) else {
-                throw ConfigError("server.host \"\(text)\": \"\(portText)\" is not a port (1…65535)")
+                throw ServerAddressError("server.host \"\(text)\": \"\(portText)\" is not a port (1…65535)")
             }
             port = p
         } else if let defaultPort {
             port = defaultPort
         } else {
-            throw ConfigError("server.host \"\(text)\": give the port, e.g. \(host):8080")
+            throw ServerAddressError("server.host \"\(text)\": give the port, e.g. \(host):8080")
         }
         self.init(host: String(host), port: port, path: path, explicitScheme: scheme)
     }

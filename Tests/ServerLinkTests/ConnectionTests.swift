@@ -1,0 +1,120 @@
+import XCTest
+import AllSparkProtocol
+import RecorderCore
+import ServerLinkTesting
+@testable import ServerLink
+
+/// The link's timers on a clock the test moves (ServerLinkTesting): reconnect
+/// delay, handshake deadline, keep-alive watchdog, reply deadline. No socket,
+/// no video, no real waiting.
+final class ConnectionTests: XCTestCase {
+    func testReconnectsAfterTheConfiguredDelayAndNotBefore() {
+        let server = InMemoryAllSparkServer()
+        let link = server.makeLink(recorder: nil, reconnectDelay: 5)
+        var states: [ServerLink.State] = []
+        link.onStateChange { states.append($0) }
+        link.start()
+        server.clock.run()
+        XCTAssertEqual(link.state, .connected(.ws))
+        server.connection?.closeByPeer(code: 1001, reason: "server restarting")
+        server.clock.advance(by: 4.9)
+        XCTAssertEqual(link.state, .disconnected)
+        XCTAssertEqual(server.attempts.count, 1, "no attempt before the delay")
+        server.clock.advance(by: 0.2)
+        XCTAssertEqual(link.state, .connected(.ws))
+        XCTAssertEqual(server.clientNames, ["Door (x86)", "Door (x86)"], "introduced itself again")
+        XCTAssertEqual(states, [.connecting, .connected(.ws), .disconnected, .connecting, .connected(.ws)])
+        link.stop()
+    }
+
+    func testAHandshakeThatNeverCompletesIsGivenUpAtTheDeadline() {
+        let server = InMemoryAllSparkServer()
+        server.completesHandshakes = false
+        let log = LogCapture()
+        let link = server.makeLink(recorder: nil, reconnectDelay: 30, logger: log.logger)
+        link.start()
+        server.clock.advance(by: 4.9)
+        XCTAssertEqual(link.state, .connecting)
+        server.clock.advance(by: 0.2)
+        XCTAssertEqual(link.state, .disconnected, "given up at the deadline")
+        XCTAssertTrue(log.contains("no WebSocket connection within 5 s (connect, TLS and HTTP upgrade together)"), log.text)
+        server.completesHandshakes = true
+        server.clock.advance(by: 30)
+        XCTAssertEqual(link.state, .connected(.ws), "tried again after the reconnect delay")
+        link.stop()
+    }
+
+    func testAPeerThatStopsAnsweringPingsIsDroppedAfterThreeMissedAndOneThatAnswersIsKept() {
+        let server = InMemoryAllSparkServer()
+        let link = server.makeLink(recorder: nil, keepAliveSeconds: 15)
+        link.start()
+        server.clock.run()
+        let first = server.connection
+        server.clock.advance(by: 300)
+        XCTAssertTrue(first?.isOpen == true && server.clientNames.count == 1, "a peer answering pings is kept")
+        XCTAssertEqual(first?.keepAliveSeconds, 15)
+
+        server.answersPings = false
+        server.clock.advance(by: 59)
+        XCTAssertTrue(first?.isOpen == true, "three pings may go unanswered")
+        server.clock.advance(by: 2)
+        XCTAssertFalse(first?.isOpen == true, "silent for more than three pings: dropped")
+        server.clock.advance(by: 0.5)
+        XCTAssertEqual(link.state, .connected(.ws))
+        XCTAssertEqual(server.clientNames.count, 2, "reconnected")
+        link.stop()
+    }
+
+    func testAnUploadWithNoReplyIsSentAgainOnAFreshConnectionAtItsBound() throws {
+        let server = InMemoryAllSparkServer()
+        server.answersFiles = false
+        let stored = try StoredChunks(count: 1, contents: StoredChunks.randomBytes(100_000), now: server.clock.now)
+        let log = LogCapture()
+        let link = server.makeLink(recorder: stored, upload: .init(attempts: 3, retryDelay: 0.2, replyTimeout: 30,
+                                                                  replyBytesPerSecond: 1_000_000), logger: log.logger)
+        link.start()
+        server.clock.run()
+        server.send(text: #"{"command":"uploadTimeRange","startTime":0,"endTime":\#(server.clock.now.timeIntervalSince1970)}"#)
+        server.clock.advance(by: 30)
+        XCTAssertEqual(server.binaryMessages, 1)
+        XCTAssertEqual(server.clientNames.count, 1, "30 s + 0.1 s for 100 kB: not yet")
+        server.answersFiles = true
+        server.clock.advance(by: 0.2)
+        XCTAssertTrue(log.contains("no reply to the upload of \(stored.catalog.all[0].file) within 30.100 s"), log.text)
+        XCTAssertTrue(server.clock.advance(upTo: 2) { server.uploads.count == 1 && link.pendingUploads == 0 }, log.text)
+        XCTAssertEqual(server.clientNames.count, 2, "sent again on a fresh connection")
+        XCTAssertFalse(stored.catalog.isPinned(stored.catalog.all[0].file))
+        link.stop()
+    }
+}
+
+/// `clientConfig` as the link applies it to the recorder.
+final class ClientConfigCommandTests: XCTestCase {
+    func testAcceptedFieldsAreLaidOverTheTuningAndRejectedOnesChangeNothing() throws {
+        guard case .clientConfig(let update) = try ServerMessage.parse("""
+            {"type":"clientConfig","config":{"videoFormat":"mov","videoChunkDurationMs":10000,"videoBufferMaxMB":-3}}
+            """).get() else { return XCTFail("not a clientConfig") }
+        XCTAssertEqual(update.applied(to: RecordingTuning(videoFormat: .mp4, chunkDurationMs: 30000, bufferMaxMB: 100)),
+                       RecordingTuning(videoFormat: .mov, chunkDurationMs: 10000, bufferMaxMB: 100))
+        guard case .clientConfig(let bad) = try ServerMessage.parse(
+            #"{"type":"clientConfig","config":{"videoFormat":"avi","videoChunkDurationMs":true,"videoBufferMaxMB":"big"}}"#).get()
+        else { return XCTFail("not a clientConfig") }
+        XCTAssertEqual(bad.applied(to: RecordingTuning(videoFormat: .mp4, chunkDurationMs: 5000, bufferMaxMB: 7)),
+                       RecordingTuning(videoFormat: .mp4, chunkDurationMs: 5000, bufferMaxMB: 7), "nothing bad is applied")
+    }
+
+    func testTheServersValuesAreAppliedWithinTheBoxsBoundsAndKept() throws {
+        let server = InMemoryAllSparkServer()
+        server.clientConfig = #"{"type":"clientConfig","config":{"videoFormat":"mov","videoChunkDurationMs":3000,"videoBufferMaxMB":150}}"#
+        let stored = try StoredChunks(count: 0, now: server.clock.now)
+        let store = ServerSettingsStore(storageDirectory: stored.folder.path)
+        let link = server.makeLink(recorder: stored, store: store)
+        link.start()
+        server.clock.run()
+        let expected = RecordingTuning(videoFormat: .mov, chunkDurationMs: 3000, bufferMaxMB: 150)
+        XCTAssertEqual(stored.retunes, [expected])
+        XCTAssertEqual(store.load()?.tuning, expected)
+        XCTAssertEqual(store.load()?.server, "ws://allspark.test:9080/")
+        link.stop()
+    }
+}
