@@ -79,6 +79,7 @@ final class ChunkSink {
     /// would then fail at the first split ("Could not create the new
     /// muxer/sink"). Runs before the pipeline starts.
     func install() throws {
+        MainLoop.preconditionOnLoop()
         let parsed = active
         guard let parsedPad = parsed.staticPad("video"), let feed = parsedPad.peer else {
             throw GStreamerError("the chunk sink has no linked video input")
@@ -240,6 +241,7 @@ final class ChunkSink {
 
     /// Handles splitmuxsink's element messages: a chunk closed, or one whose file could not be created started.
     func handle(_ message: BusMessage) -> Event? {
+        MainLoop.preconditionOnLoop()
         guard case .element(let name) = message.kind, let location = message.strings["location"] else { return nil }
         if location == Self.discardedLocation {
             guard name == "splitmuxsink-fragment-opened", let error = lock.withLock({ () -> StorageError? in
@@ -328,6 +330,7 @@ final class ChunkSink {
     /// last frame, and `onFinished` runs (on the main loop) once the
     /// end-of-stream has passed into the sink and every chunk is closed.
     func markFinishing(onInputEnded: @escaping () -> Void) {
+        MainLoop.preconditionOnLoop()
         let sink = lock.withLock { () -> Element in
             endings[UnsafeMutableRawPointer(active.pointer)] = .stopped
             return active
@@ -358,6 +361,7 @@ final class ChunkSink {
 
     /// The next chunk takes the new length; robust muxing reserves room for it.
     func setChunkDuration(ms: Int) {
+        MainLoop.preconditionOnLoop()
         let sink = lock.withLock { () -> Element in chunkDurationMs = ms; return active }
         sink.set("max-size-time", UInt64(ms) * 1_000_000)
         setMuxerProperties(sink, durationMs: ms)
@@ -368,6 +372,7 @@ final class ChunkSink {
     /// now) the encoder is re-linked to a new splitmuxsink, and the old one
     /// is sent EOS so it finishes its chunk; it is removed once it has.
     func switchFormat(to format: VideoFormat) throws {
+        MainLoop.preconditionOnLoop()
         let (old, durationMs) = lock.withLock { (active, chunkDurationMs) }
         guard let oldPad = old.staticPad("video"), let feed = oldPad.peer else {
             throw GStreamerError("cannot switch the container: the chunk sink has no linked video input")

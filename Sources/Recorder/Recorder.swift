@@ -103,6 +103,7 @@ public final class Recorder {
     /// Checks the pipeline, repairs the storage folder and starts recording.
     /// Throws for what a retry cannot fix (a broken pipeline file, no privacy stage).
     public func start() throws {
+        MainLoop.preconditionOnLoop()
         stopRequested = false
         // Validate before touching anything: a broken file is the user's to fix now.
         _ = try PipelineLoader.load(file: config.recording.pipeline, variables: config.pipelineVariables,
@@ -189,6 +190,7 @@ public final class Recorder {
     /// (the server's record command); true if it did.
     @discardableResult
     public func resumeIfWaiting() -> Bool {
+        MainLoop.preconditionOnLoop()
         guard case .waitingToRetry = state, !stopRequested else { return false }
         retryTimer?.cancel()
         startSession()
@@ -255,6 +257,7 @@ public final class Recorder {
 
     /// Finishes the current chunk and stops. `completion` runs on the main loop.
     public func stop(completion: @escaping () -> Void = {}) {
+        MainLoop.preconditionOnLoop()
         stopRequested = true
         retryTimer?.cancel()
         retryTimer = nil
@@ -273,6 +276,7 @@ public final class Recorder {
     /// Returns a description of each change made.
     @discardableResult
     public func retune(_ new: RecordingTuning) -> [String] {
+        MainLoop.preconditionOnLoop()
         var changes: [String] = []
         let old = tuning
         tuning = new
@@ -306,6 +310,7 @@ public final class Recorder {
     /// a changed pipeline file or variables restart the pipeline after the
     /// current chunk is finished. Other changes need a restart of the service.
     public func reload(_ new: RecorderConfig) {
+        MainLoop.preconditionOnLoop()
         if new.recording.storageDirectory != config.recording.storageDirectory {
             logger.warning("recording.storage_dir changed; it takes effect when the service restarts")
         }

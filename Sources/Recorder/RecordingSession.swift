@@ -62,6 +62,7 @@ final class RecordingSession {
 
 
     func start() throws {
+        MainLoop.preconditionOnLoop()
         try chunkSink.install()
         framePath.start()
         // A sink that waits for a first frame before the pipeline plays
@@ -152,6 +153,7 @@ final class RecordingSession {
     /// Finishes the chunk being written (every frame already accepted goes
     /// into it), then stops the pipeline. `completion` runs on the main loop.
     func stop(timeoutSeconds: Double = 10, completion: @escaping () -> Void) {
+        MainLoop.preconditionOnLoop()
         guard isRunning else { completion(); return }
         if stopping {
             let previous = stopCompletion
