@@ -137,7 +137,8 @@ let package = Package(
         ),
         .testTarget(
             name: "RecorderTests",
-            dependencies: ["Recorder", "RecorderCore", "GStreamerSupport", "GLibSupport", "RecorderTestSupport"]
+            dependencies: ["Recorder", "RecorderCore", "GStreamerSupport", "GLibSupport", "RecorderTestSupport",
+                           .product(name: "Logging", package: "swift-log")]
         ),
     ]
 )

@@ -70,14 +70,14 @@ final class RecordingSession {
                               logger: logger, frameStatistics: { framePath.statistics })
     }
 
-    /// Starts the pipeline. On failure the processor is closed (its threads
-    /// end) and the pipeline is back in NULL: a retry makes new ones.
+    /// Starts the pipeline. On failure the pipeline is back in NULL and the
+    /// processor is closed on the worker (its threads end): a retry makes new ones.
     func start() throws {
         MainLoop.preconditionOnLoop()
         do {
             try play()
         } catch {
-            framePath.detach()
+            worker.async { [framePath] in framePath.detach() }
             throw error
         }
     }
