@@ -205,16 +205,13 @@ let package = Package(
             dependencies: ["Console", "RecorderService", "Recorder", "RecorderCore", "FaceBlur", "GLibSupport", "RecorderTestSupport"]
         ),
         .testTarget(
-            name: "GLibSupportTests",
-            dependencies: ["GLibSupport"]
-        ),
-        .testTarget(
             name: "RecorderServiceTests",
             dependencies: ["RecorderService", "Recorder", "RecorderCore", "ServerLink", "GLibSupport", "RecorderTestSupport"]
         ),
         .testTarget(
             name: "RecorderTests",
-            dependencies: ["Recorder", "RecorderCore", "GStreamerSupport", "GLibSupport", "RecorderTestSupport"]
+            dependencies: ["Recorder", "RecorderCore", "GStreamerSupport", "GLibSupport", "RecorderTestSupport",
+                           .product(name: "Logging", package: "swift-log")]
         ),
     ]
 )

@@ -27,7 +27,7 @@ public final class Console {
     /// Listens as `[console]` says. A password is generated (and logged once)
     /// when none was set with `set-password`.
     public init(service: RecorderService, logger: Logger = Logger(label: "allspark.console")) throws {
-        MainLoop.preconditionOnLoopThread()
+        MainLoop.preconditionOnLoop()
         self.service = service
         self.logger = logger
         let config = service.configuration
@@ -46,7 +46,7 @@ public final class Console {
     }
 
     public func stop() {
-        MainLoop.preconditionOnLoopThread()
+        MainLoop.preconditionOnLoop()
         server.stop()
     }
 

@@ -29,6 +29,31 @@ public final class MainLoop {
 
     public func quit() { g_main_loop_quit(loop) }
 
+    // MARK: Ownership
+
+    /// True on the thread that owns the main loop: the thread running it
+    /// now, or, while no thread runs it, the process's main thread (which
+    /// sets things up before it runs the loop, and runs it).
+    public static var isOnLoopThread: Bool {
+        let context = g_main_context_default()
+        if g_main_context_is_owner(context) != 0 { return true }
+        guard Thread.isMainThread else { return false }
+        // Not running here: the main thread still owns it unless another thread runs it now.
+        guard g_main_context_acquire(context) != 0 else { return false }
+        g_main_context_release(context)
+        return true
+    }
+
+    /// Stops the process when called off the main loop's thread, like
+    /// swift-nio's `preconditionInEventLoop`: main-loop-owned objects call it
+    /// at the entry of their methods, so a call from a streaming thread or a
+    /// worker fails at once instead of racing. Active in every build (a
+    /// pointer compare and, off the loop, one uncontended lock).
+    public static func preconditionOnLoop(_ what: @autoclosure () -> String = "",
+                                          file: StaticString = #fileID, line: UInt = #line) {
+        precondition(isOnLoopThread, "must run on the main loop's thread: \(what())", file: file, line: line)
+    }
+
     /// Runs `block` on the main-loop thread soon. Safe from any thread.
     public static func post(_ block: @escaping () -> Void) {
         _ = g_idle_add_full(G_PRIORITY_DEFAULT, { data in

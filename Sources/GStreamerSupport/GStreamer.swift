@@ -187,15 +187,28 @@ extension Pad {
     /// Runs `action` on the streaming thread just before the next keyframe
     /// passes this pad, then lets the keyframe through and removes itself.
     /// Data keeps flowing meanwhile: frames before the keyframe pass as usual.
-    /// The action gets the keyframe's timestamp.
-    public func atNextKeyframe(_ action: @escaping (_ presentationTime: ClockTime) -> Void) {
+    /// The action gets the keyframe's running time (its timestamp in the
+    /// pad's segment: an encoder may offset timestamps, as x264enc does).
+    public func atNextKeyframe(_ action: @escaping (_ runningTime: ClockTime) -> Void) {
         let box = CallbackBox(action)
-        _ = gst_pad_add_probe(pointer, GST_PAD_PROBE_TYPE_BUFFER, { _, info, data in
-            guard let info, let data, let buffer = cgst_pad_probe_info_buffer(info) else { return GST_PAD_PROBE_OK }
+        _ = gst_pad_add_probe(pointer, GST_PAD_PROBE_TYPE_BUFFER, { pad, info, data in
+            guard let pad, let info, let data, let buffer = cgst_pad_probe_info_buffer(info) else { return GST_PAD_PROBE_OK }
             if cgst_buffer_is_delta(buffer) != 0 { return GST_PAD_PROBE_OK }
-            CallbackBox<(ClockTime) -> Void>.from(data)(cgst_buffer_pts(buffer))
+            CallbackBox<(ClockTime) -> Void>.from(data)(Pad.runningTime(of: cgst_buffer_pts(buffer), on: pad))
             return GST_PAD_PROBE_REMOVE
         }, box.retainedPointer, { CallbackBox<(ClockTime) -> Void>.release($0) })
+    }
+
+    /// `timestamp` as running time in the segment `pad` carries (the
+    /// timestamp itself before any segment).
+    private static func runningTime(of timestamp: ClockTime, on pad: UnsafeMutablePointer<GstPad>) -> ClockTime {
+        guard let event = gst_pad_get_sticky_event(pad, GST_EVENT_SEGMENT, 0) else { return timestamp }
+        defer { cgst_event_unref(event) }
+        var segment: UnsafePointer<GstSegment>?
+        gst_event_parse_segment(event, &segment)
+        guard let segment else { return timestamp }
+        let running = gst_segment_to_running_time(segment, GST_FORMAT_TIME, timestamp)
+        return cgst_clock_time_is_valid(running) != 0 ? running : timestamp
     }
 
     /// Runs `action` on the streaming thread for every buffer passing this

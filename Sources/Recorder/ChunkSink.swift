@@ -15,12 +15,14 @@ public struct FinishedChunk: Sendable {
 /// Owns the `chunks` splitmuxsink: its properties (location, duration,
 /// container, robust muxing), the naming of each chunk by the wall-clock
 /// time of its first frame, the rename from the hidden partial name to the
-/// final name, and the live container change.
+/// final name, and live changes of container and length, which its
+/// `ChunkTimeline` orders: one switch at a time, in the order asked.
 ///
 /// Threading: `name(fragment:)` runs on splitmuxsink's streaming thread;
 /// the keyframe swap runs on the encoder's streaming thread; everything
-/// else (bus messages, retune) runs on the main loop. The state they share
-/// is under `lock`.
+/// else (bus messages, `apply`) runs on the main loop, which owns the
+/// timeline's progress (a swap posts its completion there). The state
+/// they share is under `lock`.
 final class ChunkSink {
     private let pipeline: Pipeline
     private let storage: URL
@@ -30,8 +32,9 @@ final class ChunkSink {
     private let lock = NSLock()
     /// The splitmuxsink receiving data now (after a container swap, a new one).
     private var active: Element
-    private var activeFormat: VideoFormat
-    private var chunkDurationMs: Int
+    /// What the active sink writes and the changes still to reach it. The
+    /// settings asked for are owned by the recorder; this is their progress here.
+    private var timeline: ChunkTimeline
     /// Sinks told to finish (EOS), and how their last chunk ends.
     private var endings: [ObjectID: Ending] = [:]
     /// Swapped-out sinks, removed from the pipeline once their last chunk is closed.
@@ -62,16 +65,22 @@ final class ChunkSink {
         var sink: ObjectID
     }
 
-    init(pipeline: Pipeline, element: Element, storage: URL, tuning: RecordingTuning, logger: Logger,
+    init(pipeline: Pipeline, element: Element, storage: URL, settings: ChunkSettings, logger: Logger,
          frameStatistics: @escaping () -> FrameStatistics) {
         self.pipeline = pipeline
         self.storage = storage
         self.logger = logger
         self.frameStatistics = frameStatistics
         self.active = element
-        self.activeFormat = tuning.videoFormat
-        self.chunkDurationMs = tuning.chunkDurationMs
+        self.timeline = ChunkTimeline(settings)
     }
+
+    /// The timeline now (for tests and logs).
+    var currentTimeline: ChunkTimeline { lock.withLock { timeline } }
+
+    /// Runs on the main loop when a container switch could not be made;
+    /// the recorder then restarts the pipeline with the settings asked.
+    var onSwitchFailed: ((String) -> Void)?
 
     /// Puts a freshly configured splitmuxsink in place of the parsed one.
     /// gst_parse links the parsed sink before we can configure it, which
@@ -79,6 +88,7 @@ final class ChunkSink {
     /// would then fail at the first split ("Could not create the new
     /// muxer/sink"). Runs before the pipeline starts.
     func install() throws {
+        MainLoop.preconditionOnLoop()
         let parsed = active
         guard let parsedPad = parsed.staticPad("video"), let feed = parsedPad.peer else {
             throw GStreamerError("the chunk sink has no linked video input")
@@ -87,8 +97,8 @@ final class ChunkSink {
         parsed.setState(.null)
         pipeline.remove(parsed)
         let fresh = try Element.make("splitmuxsink", name: PipelineTemplate.Contract.chunkSink)
-        lock.withLock { active = fresh }
-        guard attach(fresh, to: feed, format: activeFormat, durationMs: chunkDurationMs) else {
+        let settings = lock.withLock { () -> ChunkSettings in active = fresh; return timeline.written }
+        guard attach(fresh, to: feed, format: settings.format, durationMs: settings.chunkDurationMs) else {
             throw GStreamerError("cannot link the encoder to the chunk sink")
         }
         // The encoder's output stays linked to whichever sink is active (a
@@ -189,7 +199,7 @@ final class ChunkSink {
             startNs = UInt64(Date().timeIntervalSince1970 * 1e9)
         }
         var startMs = Int64(startNs / 1_000_000)
-        let format = lock.withLock { formats[sink] ?? activeFormat }
+        let format = lock.withLock { formats[sink] ?? timeline.written.format }
         switch createPartialFile(startMs: startMs, format: format) {
         case .success(let createdMs):
             startMs = createdMs
@@ -240,6 +250,7 @@ final class ChunkSink {
 
     /// Handles splitmuxsink's element messages: a chunk closed, or one whose file could not be created started.
     func handle(_ message: BusMessage) -> Event? {
+        MainLoop.preconditionOnLoop()
         guard case .element(let name) = message.kind, let location = message.strings["location"] else { return nil }
         if location == Self.discardedLocation {
             guard name == "splitmuxsink-fragment-opened", let error = lock.withLock({ () -> StorageError? in
@@ -268,7 +279,9 @@ final class ChunkSink {
             isLast = closedAt >= stats.lastFrameRunningTime
             if isLast { endRunningTime = closedAt + stats.lastFrameDuration }
         case .swapped(let keyframe)?:
-            isLast = closedAt + stats.lastFrameDuration >= keyframe
+            // Frame times are rounded to the nanosecond, so one frame after the
+            // last one's start may be a nanosecond short of the keyframe: half a frame of slack.
+            isLast = closedAt + stats.lastFrameDuration + stats.lastFrameDuration / 2 >= keyframe
             if isLast { endRunningTime = keyframe }
         case nil:
             break
@@ -291,7 +304,7 @@ final class ChunkSink {
             try? FileManager.default.removeItem(atPath: partialPath)
             return nil
         }
-        let longest = UInt64(lock.withLock { chunkDurationMs } + 60_000) * 1_000_000
+        let longest = UInt64(lock.withLock { max(timeline.written.chunkDurationMs, timeline.requested.chunkDurationMs) } + 60_000) * 1_000_000
         let plausible = endNs > fragment.startNs && endNs - fragment.startNs < longest
         if verifyBeforeFinalizing || !plausible {
             guard let playable = MediaProbe.duration(of: URL(fileURLWithPath: partialPath)) else {
@@ -328,6 +341,7 @@ final class ChunkSink {
     /// last frame, and `onFinished` runs (on the main loop) once the
     /// end-of-stream has passed into the sink and every chunk is closed.
     func markFinishing(onInputEnded: @escaping () -> Void) {
+        MainLoop.preconditionOnLoop()
         let sink = lock.withLock { () -> Element in
             endings[active.id] = .stopped
             return active
@@ -356,9 +370,35 @@ final class ChunkSink {
 
     // MARK: Live re-tune
 
+    /// Asks for `target` (the recorder's settings after a re-tune). A length
+    /// applies to the sink writing now; a container switch waits for the
+    /// next keyframe, and changes asked meanwhile wait for it in the
+    /// timeline. Throws when a switch cannot even start.
+    func apply(_ target: ChunkSettings) throws {
+        MainLoop.preconditionOnLoop()
+        let steps = lock.withLock { timeline.request(target) }
+        try perform(steps)
+    }
+
+    private func perform(_ steps: [ChunkTimeline.Step]) throws {
+        for step in steps {
+            switch step {
+            case .setChunkLength(let ms):
+                setChunkDuration(ms: ms)
+            case .switchSink(let settings):
+                do {
+                    try startSwitch(to: settings)
+                } catch {
+                    lock.withLock { _ = timeline.abandon() }
+                    throw error
+                }
+            }
+        }
+    }
+
     /// The next chunk takes the new length; robust muxing reserves room for it.
-    func setChunkDuration(ms: Int) {
-        let sink = lock.withLock { () -> Element in chunkDurationMs = ms; return active }
+    private func setChunkDuration(ms: Int) {
+        let sink = lock.withLock { active }
         sink.set("max-size-time", UInt64(ms) * 1_000_000)
         setMuxerProperties(sink, durationMs: ms)
     }
@@ -367,8 +407,10 @@ final class ChunkSink {
     /// change its muxer while running, so at the next keyframe (requested
     /// now) the encoder is re-linked to a new splitmuxsink, and the old one
     /// is sent EOS so it finishes its chunk; it is removed once it has.
-    func switchFormat(to format: VideoFormat) throws {
-        let (old, durationMs) = lock.withLock { (active, chunkDurationMs) }
+    /// The swap posts its completion to the main loop, which starts what
+    /// the timeline queued meanwhile.
+    private func startSwitch(to settings: ChunkSettings) throws {
+        let old = lock.withLock { active }
         guard let oldPad = old.staticPad("video"), let feed = oldPad.peer else {
             throw GStreamerError("cannot switch the container: the chunk sink has no linked video input")
         }
@@ -376,22 +418,46 @@ final class ChunkSink {
         let replacement = try Element.make("splitmuxsink", name: "chunks_\(generation)")
         feed.atNextKeyframe { [weak self] keyframeTime in
             guard let self else { return }
+            let oldID = old.id
+            // The recording is ending: its last chunk stays in the old sink,
+            // and the next pipeline run starts with the settings asked.
+            guard self.lock.withLock({ self.endings[oldID] == nil }) else {
+                MainLoop.post { [weak self] in self?.lock.withLock { _ = self?.timeline.abandon() } }
+                return
+            }
+            feed.unlink(from: oldPad)
+            guard self.attach(replacement, to: feed, format: settings.format, durationMs: settings.chunkDurationMs) else {
+                // Frames keep going to the old sink; the recorder restarts the pipeline.
+                _ = feed.link(to: oldPad)
+                MainLoop.post { [weak self] in self?.switchFailed("cannot link the encoder to the new chunk sink") }
+                return
+            }
             self.lock.withLock {
-                let oldID = old.id
                 self.endings[oldID] = .swapped(atRunningTime: UInt64(keyframeTime))
                 self.retired[oldID] = old
                 self.active = replacement
-                self.activeFormat = format
-            }
-            feed.unlink(from: oldPad)
-            guard self.attach(replacement, to: feed, format: format, durationMs: durationMs) else {
-                self.logger.critical("container switch failed: cannot link the encoder to the new chunk sink")
-                return
             }
             // Finishes the old sink's chunk; its fragment-closed message retires it.
             _ = oldPad.sendEndOfStream()
+            MainLoop.post { [weak self] in self?.switchCompleted() }
         }
         feed.requestKeyframeUpstream()
+    }
+
+    /// On the main loop: the new sink receives the frames; start what waited for it.
+    private func switchCompleted() {
+        let steps = lock.withLock { timeline.switchCompleted() }
+        do {
+            try perform(steps)
+        } catch {
+            switchFailed("\(error)")
+        }
+    }
+
+    private func switchFailed(_ message: String) {
+        let wanted = lock.withLock { timeline.abandon() }
+        logger.error("container switch failed: \(message); restarting the pipeline for \(wanted)")
+        onSwitchFailed?(message)
     }
 
     private func retireIfDone(_ sinkID: ObjectID) {

@@ -50,8 +50,10 @@ public struct FrameStatistics: Equatable, Sendable {
 /// that feeds the encoder, counting every frame so that tests and
 /// benchmarks can prove none was lost.
 ///
-/// Threading: frames flow on the capture streaming thread; `finish` and
-/// `statistics` may be called from the main loop. Shared state is under `lock`.
+/// Threading: frames flow on the capture streaming thread; `finish` (which
+/// may wait for the processor's drain) and `detach` (which waits for its
+/// threads to end) belong on a worker, never the main loop; `statistics`
+/// may be read from any thread. Shared state is under `lock`.
 public final class FramePath: @unchecked Sendable {
     private let sink: AppSink
     private let source: AppSource
@@ -62,6 +64,7 @@ public final class FramePath: @unchecked Sendable {
     private let processing = NSLock()
     private var stats = FrameStatistics()
     private var finished = false
+    private var detached = false
     private var lastCaptureUptimeNs: UInt64?
     /// Gets every recorded frame after the processor (set before the pipeline plays).
     public var preview: PreviewTap?
@@ -158,9 +161,21 @@ public final class FramePath: @unchecked Sendable {
         return stats
     }
 
+    /// A push waiting for room in `blur_out` (an encoder that stopped
+    /// taking frames) returns at once: the pipeline is being torn down.
+    /// Call before stopping the pipeline while `finish` may still run.
+    public func unblock() {
+        source.element.setState(.null)
+    }
+
     /// Drops the sink's callbacks so nothing refers back to this object,
-    /// and closes the processor.
+    /// and closes the processor (its threads end). Idempotent.
     public func detach() {
+        let first = lock.withLock { () -> Bool in
+            defer { detached = true }
+            return !detached
+        }
+        guard first else { return }
         sink.clearHandlers()
         processor.close()
     }

@@ -81,7 +81,7 @@ public final class PreviewTap: @unchecked Sendable {
 
     /// Starts delivering pictures to `watcher` on the main loop; the first watcher builds the encoder.
     public func watch(_ watcher: @escaping Watcher) throws -> Token {
-        MainLoop.preconditionOnLoopThread()
+        MainLoop.preconditionOnLoop()
         if encoder == nil { try buildEncoder() }
         nextID += 1
         watchers[nextID] = watcher
@@ -89,7 +89,7 @@ public final class PreviewTap: @unchecked Sendable {
     }
 
     public func stopWatching(_ token: Token) {
-        MainLoop.preconditionOnLoopThread()
+        MainLoop.preconditionOnLoop()
         guard watchers.removeValue(forKey: token.id) != nil, watchers.isEmpty else { return }
         tearDownEncoder()
     }

@@ -15,8 +15,18 @@ public struct RecorderStartError: Error, CustomStringConvertible {
 /// into catalogued chunks, enforces retention, restarts after failures,
 /// and takes live re-tunes.
 ///
+/// Settings: `tuning` is the one owner of the recording settings
+/// (container, chunk length, buffer size); `config` and `currentTuning`
+/// read it, each pipeline run starts its chunk sink with it, and a
+/// re-tune hands it to the running chunk sink, whose `ChunkTimeline`
+/// orders the changes. Retention reads the buffer size from it.
+///
 /// Threading: every method must be called on the thread running the GLib
-/// main loop (`MainLoop`), which owns this object; callbacks also arrive there.
+/// main loop (`MainLoop`), which owns this object (checked at entry with
+/// `MainLoop.preconditionOnLoop()`); callbacks also arrive there. The
+/// slow steps (the storage repair and its media probes, draining and
+/// closing the privacy stage) run on `worker`, a serial queue, and post
+/// their result back to the main loop.
 public final class Recorder {
     public enum State: Equatable, CustomStringConvertible {
         case stopped
@@ -39,7 +49,17 @@ public final class Recorder {
         }
     }
 
-    public private(set) var config: RecorderConfig
+    /// The config in force; its recording tunables are `tuning`'s.
+    public var config: RecorderConfig {
+        var config = baseConfig
+        config.recording.videoFormat = tuning.videoFormat
+        config.recording.chunkDurationMs = tuning.chunkDurationMs
+        config.recording.bufferMaxMB = tuning.bufferMaxMB
+        return config
+    }
+    /// Everything but the recording tunables, which only `tuning` holds
+    /// (read through `config`).
+    private var baseConfig: RecorderConfig
     public let catalog: ChunkCatalog
     public private(set) var state: State = .stopped {
         didSet {
@@ -64,7 +84,11 @@ public final class Recorder {
     private let makeProcessor: (RecorderConfig) throws -> FrameProcessor
     /// The pipeline run in progress (internal: tests reach its elements).
     private(set) var session: RecordingSession?
+    /// The recording settings asked for (by the config, SIGHUP or the
+    /// server): the one copy everything else reads.
     private var tuning: RecordingTuning
+    /// Serial: the storage repair and the slow steps of stopping a session.
+    private let worker = DispatchQueue(label: "allspark.recorder.worker")
     private var retryTimer: MainLoop.Source?
     private var retryDelay = RetryBackoff()
     /// Set by `stop`: no restart or retry may start a pipeline after it.
@@ -78,7 +102,7 @@ public final class Recorder {
     ///   refuses to record (fail closed).
     public init(config: RecorderConfig, logger: Logger = Logger(label: "allspark.recorder"),
                 makeProcessor: @escaping (RecorderConfig) throws -> FrameProcessor) throws {
-        self.config = config
+        self.baseConfig = config
         self.logger = logger
         self.makeProcessor = makeProcessor
         self.tuning = config.tuning
@@ -107,18 +131,26 @@ public final class Recorder {
     /// Checks the pipeline, repairs the storage folder and starts recording.
     /// Throws for what a retry cannot fix (a broken pipeline file, no privacy stage).
     public func start() throws {
+        MainLoop.preconditionOnLoop()
         stopRequested = false
         // Validate before touching anything: a broken file is the user's to fix now.
         _ = try PipelineLoader.load(file: config.recording.pipeline, variables: config.pipelineVariables,
                                     privacyBoundary: config.privacy.faceBlur)
         try makeProcessor(config).close()   // fail closed now, not at the first frame
-        let report = catalog.reconcile(probe: { MediaProbe.duration(of: $0) })
-        let summary = "storage \(catalog.directory.path): \(catalog.all.count) chunks, \(catalog.totalBytes / 1_048_576) MiB"
-            + (report.repaired.isEmpty ? "" : ", repaired \(report.repaired.count)")
-            + (report.removed.isEmpty ? "" : ", removed \(report.removed.count) unplayable")
-        logger.info("\(summary)")
-        enforceRetention()
-        startSession()
+        state = .waitingForSource
+        // The repair probes every file the index does not vouch for: on the worker.
+        worker.async { [catalog] in
+            let report = catalog.reconcile(probe: { MediaProbe.duration(of: $0) })
+            MainLoop.post { [weak self] in
+                guard let self else { return }
+                let summary = "storage \(catalog.directory.path): \(catalog.all.count) chunks, \(catalog.totalBytes / 1_048_576) MiB"
+                    + (report.repaired.isEmpty ? "" : ", repaired \(report.repaired.count)")
+                    + (report.removed.isEmpty ? "" : ", removed \(report.removed.count) unplayable")
+                self.logger.info("\(summary)")
+                self.enforceRetention()
+                self.startSession()
+            }
+        }
     }
 
     private func startSession() {
@@ -128,9 +160,9 @@ public final class Recorder {
             let loaded = try PipelineLoader.load(file: config.recording.pipeline, variables: config.pipelineVariables,
                                                  privacyBoundary: config.privacy.faceBlur)
             let processor = try makeProcessor(config)
-            let session = RecordingSession(loaded: loaded, storage: catalog.directory, tuning: tuning,
+            let session = RecordingSession(loaded: loaded, storage: catalog.directory, settings: ChunkSettings(tuning),
                                            frameTimeout: config.recording.frameTimeoutSeconds,
-                                           processor: processor, preview: preview, logger: logger)
+                                           processor: processor, preview: preview, worker: worker, logger: logger)
             session.onChunkFinished = { [weak self] chunk in self?.chunkFinished(chunk) }
             session.onFirstFrame = { [weak self, weak session] in
                 guard let self, let session, session === self.session, self.state == .waitingForSource else { return }
@@ -140,6 +172,10 @@ public final class Recorder {
             session.onFailure = { [weak self, weak session] failure in
                 guard let self, let session, session === self.session else { return }
                 self.sessionFailed(failure)
+            }
+            session.onSwitchFailed = { [weak self, weak session] _ in
+                guard let self, let session, session === self.session else { return }
+                self.restartSession()
             }
             self.session = session
             pipelineFingerprint = fingerprint(of: config)
@@ -189,6 +225,7 @@ public final class Recorder {
     /// (the server's record command); true if it did.
     @discardableResult
     public func resumeIfWaiting() -> Bool {
+        MainLoop.preconditionOnLoop()
         guard case .waitingToRetry = state, !stopRequested else { return false }
         retryTimer?.cancel()
         startSession()
@@ -205,20 +242,36 @@ public final class Recorder {
         }
     }
 
+    /// Stops the running session, repairs what it left (on the worker) and
+    /// then runs `completion` on the main loop, after everything the worker
+    /// had to do: no thread of the session is left running by then.
     private func stopSession(completion: @escaping () -> Void) {
-        guard let session else { completion(); return }
+        guard let session else {
+            worker.async { MainLoop.post(completion) }
+            return
+        }
         session.stop { [weak self] in
             guard let self else { return }
             self.addFinished(session.framePath.statistics)
             if self.session === session { self.session = nil }
             // Anything the pipeline could not finish is repaired now, not at the next boot.
-            self.catalog.reconcile(probe: { MediaProbe.duration(of: $0) })
-            // A chunk abandoned on a full disk comes back through the repair, not as a
-            // finished chunk: it counts toward the buffer and the free-space reserve
-            // now, or each retry's repaired chunk fills the room the last one freed.
-            self.enforceRetention()
-            completion()
+            self.worker.async { [catalog = self.catalog] in
+                catalog.reconcile(probe: { MediaProbe.duration(of: $0) })
+                MainLoop.post { [weak self] in
+                    guard let self else { return }
+                    // A chunk abandoned on a full disk comes back through the repair, not as a
+                    // finished chunk: it counts toward the buffer and the free-space reserve
+                    // now, or each retry's repaired chunk fills the room the last one freed.
+                    self.enforceRetention()
+                    completion()
+                }
+            }
         }
+    }
+
+    /// Finishes the current chunk and starts a new pipeline run with the settings in force.
+    private func restartSession() {
+        stopSession { [weak self] in self?.startSession() }
     }
 
     private func addFinished(_ s: FrameStatistics) {
@@ -244,6 +297,7 @@ public final class Recorder {
 
     /// Finishes the current chunk and stops. `completion` runs on the main loop.
     public func stop(completion: @escaping () -> Void = {}) {
+        MainLoop.preconditionOnLoop()
         stopRequested = true
         retryTimer?.cancel()
         retryTimer = nil
@@ -262,26 +316,23 @@ public final class Recorder {
     /// Returns a description of each change made.
     @discardableResult
     public func retune(_ new: RecordingTuning) -> [String] {
+        MainLoop.preconditionOnLoop()
         var changes: [String] = []
         let old = tuning
         tuning = new
-        config.recording.videoFormat = new.videoFormat
-        config.recording.chunkDurationMs = new.chunkDurationMs
-        config.recording.bufferMaxMB = new.bufferMaxMB
         if new.chunkDurationMs != old.chunkDurationMs {
-            session?.setChunkDuration(ms: new.chunkDurationMs)
             changes.append("chunk duration \(old.chunkDurationMs) → \(new.chunkDurationMs) ms")
         }
         if new.videoFormat != old.videoFormat {
-            if let session {
-                do {
-                    try session.switchFormat(to: new.videoFormat)
-                } catch {
-                    logger.error("cannot switch the container live (\(error)); restarting the pipeline instead")
-                    stopSession { [weak self] in self?.startSession() }
-                }
-            }
             changes.append("container \(old.videoFormat.rawValue) → \(new.videoFormat.rawValue)")
+        }
+        if ChunkSettings(new) != ChunkSettings(old), let session {
+            do {
+                try session.apply(ChunkSettings(new))
+            } catch {
+                logger.error("cannot switch the container live (\(error)); restarting the pipeline instead")
+                restartSession()
+            }
         }
         if new.bufferMaxMB != old.bufferMaxMB {
             changes.append("buffer \(old.bufferMaxMB) → \(new.bufferMaxMB) MiB")
@@ -295,14 +346,16 @@ public final class Recorder {
     /// a changed pipeline file or variables restart the pipeline after the
     /// current chunk is finished. Other changes need a restart of the service.
     public func reload(_ new: RecorderConfig) {
+        MainLoop.preconditionOnLoop()
         if new.recording.storageDirectory != config.recording.storageDirectory {
             logger.warning("recording.storage_dir changed; it takes effect when the service restarts")
         }
         let pipelineChanged = fingerprint(of: new) != pipelineFingerprint
-        let previous = config
+        let previous = baseConfig
         var adopted = new
         adopted.recording.storageDirectory = previous.recording.storageDirectory
-        config = adopted
+        // The tunables go through `tuning` (below), never through the base config.
+        baseConfig = adopted
         if pipelineChanged {
             do {
                 _ = try PipelineLoader.load(file: new.recording.pipeline, variables: new.pipelineVariables,
@@ -310,15 +363,15 @@ public final class Recorder {
                 try makeProcessor(new).close()
             } catch {
                 logger.error("reload: the new pipeline or privacy settings are not usable, keeping the running ones: \(error)")
-                config.recording.pipeline = previous.recording.pipeline
-                config.pipelineVariables = previous.pipelineVariables
-                config.privacy = previous.privacy
+                baseConfig.recording.pipeline = previous.recording.pipeline
+                baseConfig.pipelineVariables = previous.pipelineVariables
+                baseConfig.privacy = previous.privacy
                 retune(new.tuning)
                 return
             }
             logger.notice("reload: the pipeline or privacy settings changed; finishing the current chunk and restarting it")
             tuning = new.tuning
-            stopSession { [weak self] in self?.startSession() }
+            restartSession()
         } else {
             let changes = retune(new.tuning)
             if changes.isEmpty { logger.notice("reload: nothing to change") }

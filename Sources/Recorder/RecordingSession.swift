@@ -8,7 +8,9 @@ import RecorderCore
 ///
 /// Threading: created, started, stopped and fed bus messages on the main
 /// loop thread; the frame path and chunk naming run on streaming threads
-/// inside `FramePath` and `ChunkSink`.
+/// inside `FramePath` and `ChunkSink`; what can take seconds (the
+/// processor's drain, closing it) runs on `worker`, a serial queue, and
+/// reports back through `MainLoop.post`.
 final class RecordingSession {
     enum Failure {
         /// The source or another element failed (camera unplugged, file gone…).
@@ -40,29 +42,48 @@ final class RecordingSession {
     /// Set when the chunk sink itself failed (a read-only or vanished
     /// folder): its chunk can never be finished, so stopping does not wait for it.
     private var writerBroken = false
+    private let worker: DispatchQueue
 
     var onChunkFinished: ((FinishedChunk) -> Void)?
     var onFailure: ((Failure) -> Void)?
+    /// A live container switch could not be made (see `ChunkSink.onSwitchFailed`).
+    var onSwitchFailed: ((String) -> Void)? {
+        get { chunkSink.onSwitchFailed }
+        set { chunkSink.onSwitchFailed = newValue }
+    }
     /// Runs on the main loop when the first frame reaches the chunks.
     var onFirstFrame: (() -> Void)? {
         get { chunkSink.onFirstFrame }
         set { chunkSink.onFirstFrame = newValue }
     }
 
-    init(loaded: LoadedPipeline, storage: URL, tuning: RecordingTuning, frameTimeout: Double,
-         processor: FrameProcessor, preview: PreviewTap? = nil, logger: Logger) {
+    /// - Parameter worker: a serial queue for the slow steps of stopping.
+    init(loaded: LoadedPipeline, storage: URL, settings: ChunkSettings, frameTimeout: Double,
+         processor: FrameProcessor, preview: PreviewTap? = nil, worker: DispatchQueue, logger: Logger) {
         self.loaded = loaded
         self.logger = logger
         self.frameTimeout = frameTimeout
+        self.worker = worker
         let framePath = FramePath(sink: loaded.captureSink, source: loaded.processedSource, processor: processor)
         framePath.preview = preview
         self.framePath = framePath
-        chunkSink = ChunkSink(pipeline: loaded.pipeline, element: loaded.chunkSink, storage: storage, tuning: tuning,
+        chunkSink = ChunkSink(pipeline: loaded.pipeline, element: loaded.chunkSink, storage: storage, settings: settings,
                               logger: logger, frameStatistics: { framePath.statistics })
     }
 
-
+    /// Starts the pipeline. On failure the pipeline is back in NULL and the
+    /// processor is closed on the worker (its threads end): a retry makes new ones.
     func start() throws {
+        MainLoop.preconditionOnLoop()
+        do {
+            try play()
+        } catch {
+            worker.async { [framePath] in framePath.detach() }
+            throw error
+        }
+    }
+
+    private func play() throws {
         try chunkSink.install()
         framePath.start()
         // A sink that waits for a first frame before the pipeline plays
@@ -76,7 +97,6 @@ final class RecordingSession {
             isRunning = false
             busWatch?.remove()
             loaded.pipeline.setState(.null)
-            framePath.detach()
             throw GStreamerError("the pipeline \(loaded.template.file) could not start: \(reason)")
         }
         startedUptimeNs = DispatchTime.now().uptimeNanoseconds
@@ -153,6 +173,7 @@ final class RecordingSession {
     /// Finishes the chunk being written (every frame already accepted goes
     /// into it), then stops the pipeline. `completion` runs on the main loop.
     func stop(timeoutSeconds: Double = 10, completion: @escaping () -> Void) {
+        MainLoop.preconditionOnLoop()
         guard isRunning else { completion(); return }
         if stopping {
             let previous = stopCompletion
@@ -174,7 +195,8 @@ final class RecordingSession {
             guard let self, self.chunkSink.isFinished else { return }
             self.finishStop()
         }
-        framePath.finish()
+        // The processor's drain can take seconds (face detection finishing its tail).
+        worker.async { [framePath] in framePath.finish() }
         stopTimer = MainLoop.after(timeoutSeconds) { [weak self] in
             guard let self, self.isRunning else { return }
             self.logger.warning("the last chunk did not finish within \(Int(timeoutSeconds)) s; it will be repaired at the next start")
@@ -207,13 +229,22 @@ final class RecordingSession {
         stopTimer?.cancel()
         busWatch?.remove()
         busWatch = nil
+        // A drain still pushing into a full blur_out returns now, so the
+        // pipeline's streaming threads can stop and the worker is not held.
+        framePath.unblock()
         loaded.pipeline.setState(.null)
-        framePath.detach()
         let completion = stopCompletion
         stopCompletion = nil
-        completion?()
+        // After the drain (same serial queue): closing the processor joins its threads.
+        worker.async { [framePath] in
+            framePath.detach()
+            MainLoop.post { completion?() }
+        }
     }
 
-    func setChunkDuration(ms: Int) { chunkSink.setChunkDuration(ms: ms) }
-    func switchFormat(to format: VideoFormat) throws { try chunkSink.switchFormat(to: format) }
+    /// Asks the chunk sink for new settings (see `ChunkSink.apply`).
+    func apply(_ settings: ChunkSettings) throws { try chunkSink.apply(settings) }
+
+    /// Where the chunk sink stands: what it writes and what is still queued.
+    var chunkTimeline: ChunkTimeline { chunkSink.currentTimeline }
 }

@@ -38,7 +38,7 @@ public final class DiscoveryService {
     }
 
     func start() {
-        MainLoop.preconditionOnLoopThread()
+        MainLoop.preconditionOnLoop()
         if let configuredHost {
             logger.notice("server.host is set (\(configuredHost)): servers discovered on the network are logged, not used")
         } else if link != nil {
@@ -50,7 +50,7 @@ public final class DiscoveryService {
     }
 
     public func stop() {
-        MainLoop.preconditionOnLoopThread()
+        MainLoop.preconditionOnLoop()
         pending?.cancel()
         pending = nil
         browser.stop()

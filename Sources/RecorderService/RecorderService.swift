@@ -72,7 +72,7 @@ public final class RecorderService {
     /// a retry cannot fix (a broken pipeline file, no privacy stage, an
     /// unusable storage folder); nothing is left running then.
     public func start() throws {
-        MainLoop.preconditionOnLoopThread()
+        MainLoop.preconditionOnLoop()
         guard case .idle = state else { return }
         if !configuration.privacy.faceBlur {
             logger.warning("privacy.face_blur = false: faces are recorded unblurred")
@@ -90,7 +90,7 @@ public final class RecorderService {
     /// chunk, a changed pipeline restarts it after the current chunk.
     /// A file that cannot be used changes nothing (logged).
     public func reload() {
-        MainLoop.preconditionOnLoopThread()
+        MainLoop.preconditionOnLoop()
         guard case .running(let parts) = state else { return }
         logger.notice("re-reading \(settings.configFile)")
         do {
@@ -108,7 +108,7 @@ public final class RecorderService {
     /// until the last chunk is finished, so that it is announced too.
     /// `completion` runs on the main loop once all is stopped.
     public func stop(reason: String, completion: @escaping () -> Void) {
-        MainLoop.preconditionOnLoopThread()
+        MainLoop.preconditionOnLoop()
         guard case .running(let parts) = state else {
             if case .stopping = state { return }
             completion()

@@ -131,12 +131,19 @@ public final class ServerLink {
         }
     }
 
-    public func start() { connection.start() }
+    public func start() {
+        MainLoop.preconditionOnLoop()
+        connection.start()
+    }
 
-    public func stop() { connection.stop() }
+    public func stop() {
+        MainLoop.preconditionOnLoop()
+        connection.stop()
+    }
 
     /// Moves to another server (nil: none), dropping the current connection.
     public func connect(to newAddress: ServerAddress?) {
+        MainLoop.preconditionOnLoop()
         guard newAddress != address else { return }
         connection.switchServer(to: newAddress) { [uploads] in uploads?.serverChanged() }
     }
@@ -149,6 +156,7 @@ public final class ServerLink {
 
     /// Uploads the chunks overlapping `[start, end)` (a local user's request, like the server's uploadTimeRange).
     public func upload(from start: Double, to end: Double, reason: String) {
+        MainLoop.preconditionOnLoop()
         UploadTimeRangeCommand(start: start, end: end, reason: reason).run(in: commandContext)
     }
 
@@ -158,6 +166,7 @@ public final class ServerLink {
     /// The recorder finished a chunk: announce it (`chunkSaved`) and upload
     /// it if a requested range is waiting for it.
     public func chunkFinished(_ chunk: ChunkRecord, fps: Double, width: Int, height: Int, camera: String) {
+        MainLoop.preconditionOnLoop()
         if announceChunks, let session = connection.session, session.channel.isOpen {
             announcements.texts.append(ClientMessage.text(ClientMessage.ChunkSaved(
                 startTime: chunk.start, endTime: chunk.end, camera: camera, size: chunk.size,

@@ -107,7 +107,7 @@ public final class HTTPStream {
     /// Queues `data`; false (and nothing queued) when the client is closed or still behind.
     @discardableResult
     public func write(_ data: Data) -> Bool {
-        MainLoop.preconditionOnLoopThread()
+        MainLoop.preconditionOnLoop()
         guard isReady else { return false }
         let body = soup_server_message_get_response_body(message)
         data.withUnsafeBytes { raw in
@@ -121,7 +121,7 @@ public final class HTTPStream {
 
     /// Answers `status` with an empty body instead, when nothing was written yet.
     public func fail(status: Int) {
-        MainLoop.preconditionOnLoopThread()
+        MainLoop.preconditionOnLoop()
         guard !isClosed, !wroteAny else { return finish() }
         soup_server_message_set_status(message, guint(status), nil)
         finish()
@@ -129,7 +129,7 @@ public final class HTTPStream {
 
     /// Ends the answer.
     public func finish() {
-        MainLoop.preconditionOnLoopThread()
+        MainLoop.preconditionOnLoop()
         guard !isClosed else { return }
         soup_message_body_complete(soup_server_message_get_response_body(message))
         soup_server_message_unpause(message)

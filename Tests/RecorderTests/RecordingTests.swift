@@ -113,6 +113,64 @@ final class RecordingTests: XCTestCase {
         }
     }
 
+    /// The container a chunk file really has, as gst-discoverer-1.0 reads it.
+    func writtenContainer(_ file: URL) throws -> VideoFormat? {
+        let output = try discover(file).output
+        if output.contains("container format: ISO MP4/M4A") { return .mp4 }
+        if output.contains("container format: Quicktime") { return .mov }
+        return nil
+    }
+
+    /// Two container switches and a length change in one breath (a server
+    /// that changes its mind, a SIGHUP after a clientConfig): each applies
+    /// in order, the next switch only once the previous swap is done, and
+    /// the new sink gets the length asked last. Before the chunk timeline
+    /// the second switch linked nothing (files kept coming as mov while the
+    /// setting said mp4) and the new sink kept the old length.
+    func testTwoSwitchesAndALengthChangeWithinASecondApplyInOrder() throws {
+        let storage = TemporaryDirectory()
+        let recorder = try makeRecorder(storage)
+        try recorder.start()
+        var changes: [[String]] = []
+        var requestedAt = 0.0
+        runMainLoop(seconds: 12, actions: [
+            (at: 2.5, run: {
+                requestedAt = Date().timeIntervalSince1970
+                // In the same loop turn, so the first swap still waits for its keyframe.
+                changes.append(recorder.retune(RecordingTuning(videoFormat: .mov, chunkDurationMs: 2000, bufferMaxMB: 200)))
+                changes.append(recorder.retune(RecordingTuning(videoFormat: .mp4, chunkDurationMs: 2000, bufferMaxMB: 200)))
+                changes.append(recorder.retune(RecordingTuning(videoFormat: .mp4, chunkDurationMs: 3000, bufferMaxMB: 200)))
+            }),
+        ])
+        let asked = RecordingTuning(videoFormat: .mp4, chunkDurationMs: 3000, bufferMaxMB: 200)
+        XCTAssertEqual(recorder.currentTuning, asked)
+        XCTAssertEqual(recorder.config.tuning, asked, "the config says what the recorder does")
+        XCTAssertEqual(recorder.session?.chunkTimeline.written, ChunkSettings(asked), "the sink writes what was asked last")
+        XCTAssertTrue(stopAndWait(recorder))
+        XCTAssertEqual(changes.map(\.count), [1, 1, 1], "\(changes)")
+
+        let chunks = try checkChunks(recorder, storage: storage)
+        for chunk in chunks {
+            XCTAssertEqual(try writtenContainer(recorder.catalog.url(of: chunk)), chunk.format, "\(chunk.file) is the container it is named")
+            XCTAssertGreaterThan(chunk.duration, frame / 2, "\(chunk.file) holds at least a frame")
+        }
+        // mp4, then the mov asked first, then mp4 again: one run per switch, in order.
+        var runs: [VideoFormat] = []
+        for chunk in chunks where runs.last != chunk.format { runs.append(chunk.format) }
+        XCTAssertEqual(runs, [.mp4, .mov, .mp4], "\(chunks.map(\.file))")
+        let firstMov = try XCTUnwrap(chunks.firstIndex { $0.format == .mov })
+        XCTAssertTrue(chunks[..<firstMov].allSatisfy { $0.start < requestedAt }, "mp4 only before the change")
+        let last = try XCTUnwrap(chunks.last)
+        XCTAssertEqual(last.format, recorder.currentTuning.videoFormat, "the final setting is what is written")
+        let lastMov = try XCTUnwrap(chunks.lastIndex { $0.format == .mov })
+        let afterSwitches = Array(chunks[(lastMov + 1)...])
+        XCTAssertGreaterThanOrEqual(afterSwitches.count, 3, "\(chunks.map(\.file))")
+        XCTAssertLessThan((afterSwitches.first?.start ?? .infinity) - requestedAt, 1.5, "both switches happen at the next keyframes")
+        for chunk in afterSwitches.dropLast() {
+            XCTAssertEqual(chunk.duration, 3.0, accuracy: frame / 2, "\(chunk.file) has the length asked last")
+        }
+    }
+
     func testTinyBufferKeepsOnlyTheNewestChunks() throws {
         let storage = TemporaryDirectory()
         // Noise does not compress: each 2 s chunk is about 1 MiB.
