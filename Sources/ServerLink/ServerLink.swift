@@ -1,5 +1,6 @@
 import AllSparkProtocol
 import Foundation
+import GLibSupport
 import Logging
 import RecorderCore
 
