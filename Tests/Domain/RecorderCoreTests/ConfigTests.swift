@@ -38,7 +38,10 @@ final class ConfigTests: XCTestCase {
     }
 
     func testShippedConfigsLoad() throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        var root = URL(fileURLWithPath: #filePath)
+        while root.path != "/", !FileManager.default.fileExists(atPath: root.appendingPathComponent("Package.swift").path) {
+            root.deleteLastPathComponent()
+        }
         let demo = try ConfigLoader.load(file: root.appendingPathComponent("config/demo.toml").path)
         XCTAssertFalse(demo.privacy.faceBlur)
         XCTAssertEqual(demo.pipelineVariables["width"], "1280")
