@@ -130,6 +130,8 @@ let package = Package(
         .target(name: "ServerLinkTesting",
                 dependencies: ["ServerLink", "AllSparkProtocol", "SoupSupport", "Storage", "RecorderCore", logging],
                 path: "Tests/Support/ServerLinkTesting"),
+        // A storage folder with the user's files beside it, for the tests that nothing outside it is touched.
+        .target(name: "StorageTestSupport", path: "Tests/Support/StorageTestSupport"),
         // The AllSpark test server as a process, for tests that run it inside a network namespace.
         .executableTarget(name: "allspark-test-server", dependencies: ["RecorderTestSupport", "GLibSupport"],
                           path: "Tests/Support/AllsparkTestServer"),
@@ -141,8 +143,8 @@ let package = Package(
         .testTarget(name: "PlatformTests", dependencies: ["GLibSupport", "GStreamerSupport", "RecorderTestSupport"],
                     path: "Tests/Platform/PlatformTests"),
         .testTarget(name: "AllSparkProtocolTests", dependencies: ["AllSparkProtocol"], path: "Tests/Domain/AllSparkProtocolTests"),
-        .testTarget(name: "StorageTests", dependencies: ["Storage", logging], path: "Tests/Domain/StorageTests"),
-        .testTarget(name: "RecorderCoreTests", dependencies: ["RecorderCore"], path: "Tests/Domain/RecorderCoreTests"),
+        .testTarget(name: "StorageTests", dependencies: ["Storage", "StorageTestSupport", logging], path: "Tests/Domain/StorageTests"),
+        .testTarget(name: "RecorderCoreTests", dependencies: ["RecorderCore", "StorageTestSupport"], path: "Tests/Domain/RecorderCoreTests"),
         .testTarget(name: "RecorderTests",
                     dependencies: ["Recorder", "RecorderCore", "GStreamerSupport", "GLibSupport", "RecorderTestSupport", logging],
                     path: "Tests/Engine/RecorderTests"),

@@ -1,44 +1,10 @@
 import XCTest
+import StorageTestSupport
 @testable import Storage
 
 /// Nothing outside the storage folder is ever read, written or deleted;
 /// only plain files with chunk names are indexed, repaired or deleted.
-final class StorageFolderTests: XCTestCase {
-    var root: URL!
-    var folder: URL!
-    var outside: URL!
-    let fm = FileManager.default
-
-    override func setUpWithError() throws {
-        root = fm.temporaryDirectory.appendingPathComponent("storage-\(UUID().uuidString.prefix(8))")
-        folder = root.appendingPathComponent("storage")
-        outside = root.appendingPathComponent("outside")
-        try fm.createDirectory(at: folder, withIntermediateDirectories: true)
-        try fm.createDirectory(at: outside, withIntermediateDirectories: true)
-    }
-
-    override func tearDown() { try? fm.removeItem(at: root) }
-
-    /// A file outside the storage folder that must survive byte-identical.
-    func decoy(_ name: String, _ text: String = "a user's own file, not a chunk") throws -> (url: URL, bytes: Data) {
-        let url = outside.appendingPathComponent(name)
-        let bytes = Data(text.utf8)
-        try bytes.write(to: url)
-        return (url, bytes)
-    }
-
-    func assertIntact(_ decoy: (url: URL, bytes: Data), file: StaticString = #filePath, line: UInt = #line) {
-        XCTAssertEqual(try? Data(contentsOf: decoy.url), decoy.bytes, "\(decoy.url.lastPathComponent) outside the folder is untouched", file: file, line: line)
-    }
-
-    func link(_ name: String, to target: URL) throws {
-        try fm.createSymbolicLink(atPath: folder.appendingPathComponent(name).path, withDestinationPath: target.path)
-    }
-
-    func isLink(_ name: String) -> Bool {
-        (try? fm.destinationOfSymbolicLink(atPath: folder.appendingPathComponent(name).path)) != nil
-    }
-
+final class StorageFolderTests: FolderWithOutsideTestCase {
     func writeIndex(_ json: String) throws {
         try Data(json.utf8).write(to: folder.appendingPathComponent(ChunkCatalog.indexFileName))
     }

@@ -122,13 +122,7 @@ final class HostileServerTests: XCTestCase {
         stored.isCapturing = true
         let now = server.clock.now.timeIntervalSince1970
         server.send(text: #"{"command":"uploadTimeRange","startTime":\#(now),"endTime":\#(now + 3 * 365 * 86_400)}"#)
-        for _ in 0..<4 {
-            server.clock.advance(by: 2)
-            try stored.finish(until: server.clock.now.timeIntervalSince1970, link: link)
-        }
-        stored.isCapturing = false
-        link.recordingEnded()
-        XCTAssertTrue(server.clock.advance(upTo: 5) { link.pendingUploads == 0 })
+        XCTAssertTrue(try server.record(4, into: stored, link: link))
         link.stop()
         XCTAssertTrue(log.contains("only the next 3.000 s are taken (server.max_request_future_s)"), log.text)
         let wanted = Set(stored.catalog.chunks(from: now, to: now + 3).map(\.file))
@@ -148,13 +142,7 @@ final class HostileServerTests: XCTestCase {
         XCTAssertTrue(server.clock.advance(upTo: 1) { link.state == .connected(.ws) })
         let now = server.clock.now.timeIntervalSince1970
         server.send(text: #"{"command":"record","duration":1e9,"autoUpload":true}"#)
-        for _ in 0..<4 {
-            server.clock.advance(by: 2)
-            try stored.finish(until: server.clock.now.timeIntervalSince1970, link: link)
-        }
-        stored.isCapturing = false
-        link.recordingEnded()
-        XCTAssertTrue(server.clock.advance(upTo: 5) { link.pendingUploads == 0 })
+        XCTAssertTrue(try server.record(4, into: stored, link: link))
         link.stop()
         XCTAssertTrue(log.contains("only 2.000 s are taken (server.max_record_duration_s)"), log.text)
         let wanted = Set(stored.catalog.chunks(from: now, to: now + 2.2).map(\.file))

@@ -146,13 +146,7 @@ final class ServerLinkTests: XCTestCase {
         // Ask for everything, now and as it is recorded, while chunkSaved messages keep coming.
         let now = server.clock.now.timeIntervalSince1970
         server.send(text: #"{"command":"uploadTimeRange","startTime":0,"endTime":\#(now + 5)}"#)
-        for _ in 0..<3 {
-            server.clock.advance(by: 2)
-            try stored.finish(until: server.clock.now.timeIntervalSince1970, link: link)
-        }
-        stored.isCapturing = false
-        link.recordingEnded()
-        XCTAssertTrue(server.clock.advance(upTo: 5) { link.pendingUploads == 0 })
+        XCTAssertTrue(try server.record(3, into: stored, link: link))
         link.stop()
         let announced = server.texts.filter { $0.contains(#""type":"chunkSaved""#) }
         XCTAssertEqual(announced.count, 3, "chunkSaved after each finished chunk")
@@ -175,13 +169,7 @@ final class ServerLinkTests: XCTestCase {
         XCTAssertTrue(server.clock.advance(upTo: 1) { link.state == .connected(.ws) })
         let now = server.clock.now.timeIntervalSince1970
         server.send(text: #"{"command":"record","message":"doorbell","duration":3,"autoUpload":true}"#)
-        for _ in 0..<3 {
-            server.clock.advance(by: 2)
-            try stored.finish(until: server.clock.now.timeIntervalSince1970, link: link)
-        }
-        stored.isCapturing = false
-        link.recordingEnded()
-        XCTAssertTrue(server.clock.advance(upTo: 5) { link.pendingUploads == 0 })
+        XCTAssertTrue(try server.record(3, into: stored, link: link))
         link.stop()
         XCTAssertEqual(stored.resumeRequests, 1, "the record command asked the recorder to resume")
         let covering = stored.catalog.chunks(from: now, to: now + 3)
@@ -199,13 +187,7 @@ final class ServerLinkTests: XCTestCase {
         let link = server.makeLink(recorder: stored)
         link.start()
         XCTAssertTrue(server.clock.advance(upTo: 1) { link.state == .connected(.ws) })
-        for _ in 0..<3 {
-            server.clock.advance(by: 2)
-            try stored.finish(until: server.clock.now.timeIntervalSince1970, link: link)
-        }
-        stored.isCapturing = false
-        link.recordingEnded()
-        XCTAssertTrue(server.clock.advance(upTo: 5) { link.pendingUploads == 0 && server.uploads.count == stored.catalog.all.count })
+        XCTAssertTrue(try server.record(3, into: stored, link: link) { server.uploads.count == stored.catalog.all.count })
         link.stop()
         XCTAssertEqual(server.uploads.count, 3)
         assertUploaded(stored.catalog.all, to: server, from: stored)

@@ -79,3 +79,19 @@ public final class StoredChunks: RecorderControl {
         return false
     }
 }
+
+extension InMemoryAllSparkServer {
+    /// Records `count` chunks of `seconds` each on the test clock, each
+    /// finished and announced in turn, then ends the recording. True once
+    /// the link has settled every upload (and `done` holds) within `settle` seconds.
+    public func record(_ count: Int, chunksOf seconds: Double = 2, into stored: StoredChunks, link: ServerLink,
+                       settle: Double = 5, until done: () -> Bool = { true }) throws -> Bool {
+        for _ in 0..<count {
+            clock.advance(by: seconds)
+            try stored.finish(until: clock.now.timeIntervalSince1970, link: link)
+        }
+        stored.isCapturing = false
+        link.recordingEnded()
+        return clock.advance(upTo: settle) { link.pendingUploads == 0 && done() }
+    }
+}
