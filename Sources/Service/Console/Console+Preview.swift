@@ -20,6 +20,7 @@ extension Console {
             ("Cache-Control", "no-store"), ("X-Accel-Buffering", "no"),
         ], body: .stream { [weak self] stream in
             guard let self else { return stream.finish() }
+            self.previewStreamsServed += 1
             let token: PreviewTap.Token
             do {
                 token = try preview.watch { picture in

@@ -19,6 +19,8 @@ public final class Console {
     private let auth: ConsoleAuth
     let logger: Logger
     let startedAt = Date()
+    /// Live preview streams answered since the console started (metrics, and tests that a layout change never reloads it).
+    var previewStreamsServed = 0
 
     /// The address the console answers on (the port the system chose, when 0 was asked for).
     public var port: Int { server.port }
@@ -63,7 +65,10 @@ public final class Console {
         let proof: ConsoleAuth.Proof
         switch auth.check(request) {
         case .success(let p): proof = p
-        case .failure(let refusal): return answer(refusal, browser: !path.hasPrefix("/api/") && path != "/metrics")
+        case .failure(let refusal):
+            // The page's own requests say so: a Basic challenge would make the browser
+            // hold them behind its password dialog instead of letting the page ask.
+            return answer(refusal, challenge: request.headers["x-requested-with"] == nil)
         }
         switch (request.method, path) {
         case ("POST", "/api/v1/logout"):
@@ -109,12 +114,11 @@ public final class Console {
         json(status, ErrorAnswer(error: .init(code: code, message: message, field: field, allowed: allowed)), headers: headers)
     }
 
-    private func answer(_ refusal: ConsoleAuth.Refusal, browser: Bool) -> HTTPResponse {
+    private func answer(_ refusal: ConsoleAuth.Refusal, challenge: Bool) -> HTTPResponse {
         switch refusal {
         case .unauthenticated(let why):
-            // Scripts are told how to authenticate; the page handles its own login (no browser prompt).
-            let challenge: [(String, String)] = browser ? [] : [("WWW-Authenticate", "Basic realm=\"allspark-recorder\", charset=\"UTF-8\"")]
-            return error(401, "unauthorized", why, headers: challenge)
+            let header: [(String, String)] = challenge ? [("WWW-Authenticate", "Basic realm=\"allspark-recorder\", charset=\"UTF-8\"")] : []
+            return error(401, "unauthorized", why, headers: header)
         case .throttled(let seconds):
             return error(429, "too_many_attempts", "too many failed logins from this address; try again in \(seconds) s",
                          headers: [("Retry-After", "\(seconds)")])
@@ -139,7 +143,7 @@ public final class Console {
                         headers: [("Set-Cookie", auth.cookie(for: session, secure: server.usesTLS))])
         case .failure(let refusal):
             logger.warning("console: failed login from \(request.remoteAddress)")
-            return answer(refusal, browser: false)
+            return answer(refusal, challenge: false)
         }
     }
 

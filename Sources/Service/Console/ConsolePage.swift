@@ -17,7 +17,7 @@ enum ConsolePage {
   header { display:flex; align-items:center; gap:.6em; padding:.5em .8em; background:var(--panel); }
   header h1 { font-size:1em; margin:0; flex:1; overflow:hidden; text-overflow:ellipsis; white-space:nowrap; }
   #indicator { width:.8em; height:.8em; border-radius:50%; background:var(--red); flex:none; }
-  #indicator.connecting { background:var(--orange); } #indicator.connected { background:var(--green); }
+  #indicator.connecting { background:var(--orange); } #indicator.connected { background:var(--green); } #indicator.none { background:#636366; }
   #lock { display:none; } #lock.on { display:inline; }
   main { display:grid; gap:.8em; padding:.8em; grid-template-columns:1fr; }
   #live { position:relative; background:#000; aspect-ratio:16/9; width:100%; border-radius:6px; overflow:hidden; }
@@ -73,7 +73,7 @@ enum ConsolePage {
 let csrf = null;
 const $ = (id) => document.getElementById(id);
 async function api(path, options = {}) {
-  options.headers = Object.assign({ "Content-Type": "application/json" }, options.headers || {});
+  options.headers = Object.assign({ "Content-Type": "application/json", "X-Requested-With": "allspark-console" }, options.headers || {});
   if (csrf && options.method && options.method !== "GET") options.headers["X-CSRF-Token"] = csrf;
   options.credentials = "same-origin";
   const response = await fetch(path, options);
@@ -89,7 +89,7 @@ $("login").addEventListener("submit", async (event) => {
   $("login-error").textContent = "";
   try {
     const answer = await fetch("/api/v1/login", { method: "POST", credentials: "same-origin",
-      headers: { "Content-Type": "application/json" }, body: JSON.stringify({ password: $("password").value }) });
+      headers: { "Content-Type": "application/json", "X-Requested-With": "allspark-console" }, body: JSON.stringify({ password: $("password").value }) });
     const body = await answer.json();
     if (!answer.ok) { $("login-error").textContent = body.error.message; return; }
     csrf = body.csrf_token; $("password").value = ""; showApp();
@@ -106,7 +106,7 @@ function startPreview() {
 function fill(dl, rows) {
   dl.replaceChildren(...rows.flatMap(([k, v]) => { const dt = document.createElement("dt"), dd = document.createElement("dd"); dt.textContent = k; dd.textContent = v; return [dt, dd]; }));
 }
-const mib = (b) => (b / 1048576).toFixed(0) + " MiB";
+const mib = (b) => b >= 1073741824 ? (b / 1073741824).toFixed(1) + " GiB" : b >= 1048576 ? (b / 1048576).toFixed(1) + " MiB" : (b / 1024).toFixed(0) + " KiB";
 async function refresh() {
   try {
     const s = await api("/api/v1/status");
@@ -147,7 +147,7 @@ $("send").addEventListener("click", async () => {
   } catch (e) { $("send-result").textContent = String(e.message || e); }
 });
 setInterval(() => { if (!$("app").classList.contains("hidden")) refresh(); }, 3000);
-fetch("/api/v1/session", { credentials: "same-origin" }).then(async (r) => {
+fetch("/api/v1/session", { credentials: "same-origin", headers: { "X-Requested-With": "allspark-console" } }).then(async (r) => {
   if (r.ok) { csrf = (await r.json()).csrf_token; showApp(); } else showLogin();
 }).catch(showLogin);
 </script>

@@ -19,46 +19,20 @@ final class ConsoleTests: XCTestCase {
         func json() -> [String: Any] { ((try? JSONSerialization.jsonObject(with: body)) as? [String: Any]) ?? [:] }
     }
 
-    var storage: TemporaryDirectory!
-    var service: RecorderService!
-    var console: Console!
-    let password = "correct horse battery"
+    var fixture: ConsoleFixture!
+    var service: RecorderService { fixture.service }
+    var console: Console { fixture.console }
+    var storage: TemporaryDirectory { fixture.storage }
+    var password: String { fixture.password }
 
     override func setUpWithError() throws {
-        storage = TemporaryDirectory()
-        let config = storage.file("recorder.toml")
-        try """
-            [server]
-            host = ""
-            discovery = false
-            [recording]
-            pipeline = "\(repoPath("pipelines/test.pipeline"))"
-            storage_dir = "\(storage.file("chunks").path)"
-            chunk_duration_ms = 1000
-            [privacy]
-            face_blur = false
-            [console]
-            listen = "127.0.0.1:0"
-            [pipeline.vars]
-            width = 320
-            height = 240
-            framerate = 30
-            bitrate_kbps = 500
-            """.write(to: config, atomically: true, encoding: .utf8)
-        service = try RecorderService(settings: ServiceSettings(configFile: config.path))
-        try ConsolePassword(storageDirectory: storage.file("chunks").path).set(password)
-        try service.start()
-        console = try Console(service: service)
+        fixture = try ConsoleFixture()
         XCTAssertTrue(waitOnMainLoop(10) { (self.service.recorder?.catalog.all.count ?? 0) >= 2 }, "chunks to look at")
     }
 
     override func tearDown() {
-        console?.stop()
-        if let service {
-            var stopped = false
-            service.stop(reason: "test") { stopped = true }
-            waitOnMainLoop(20) { stopped }
-        }
+        fixture?.stop()
+        fixture = nil
     }
 
     var base: String { "http://127.0.0.1:\(console.port)" }
