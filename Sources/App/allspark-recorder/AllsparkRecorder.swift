@@ -19,6 +19,7 @@ struct AllsparkRecorder: ParsableCommand {
             AllSpark servers announced on the network (Avahi) are listed by
               allspark-recorder discover
             """,
+        version: ProductVersion.current,
         subcommands: [Run.self, SetPassword.self, CheckPipeline.self, CheckServer.self, Chunks.self, Upload.self, Blur.self, Discover.self],
         defaultSubcommand: nil)
 }

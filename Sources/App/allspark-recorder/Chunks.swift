@@ -10,10 +10,12 @@ struct Chunks: ParsableCommand {
     @Option(help: "The storage folder (recording.storage_dir).")
     var storage: String
 
-    @Option(help: "Only chunks ending after this time (epoch seconds, -300 for five minutes ago, or ISO 8601, e.g. 2026-11-21T10:00:00Z).")
+    // .unconditional: "-300" (five minutes ago) is a value, not an option.
+    @Option(parsing: .unconditional, help: "Only chunks ending after this time (epoch seconds, -300 for five minutes ago, or ISO 8601, e.g. 2026-11-21T10:00:00Z).")
     var from: String?
 
-    @Option(help: "Only chunks starting before this time (epoch seconds or ISO 8601).")
+    // .unconditional: "-300" (five minutes ago) is a value, not an option.
+    @Option(parsing: .unconditional, help: "Only chunks starting before this time (epoch seconds or ISO 8601).")
     var to: String?
 
     @Flag(help: "Print a JSON array of {file, start, end, size, format}.")

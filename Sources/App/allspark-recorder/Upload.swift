@@ -17,10 +17,12 @@ struct Upload: ParsableCommand {
     @Option(help: "The config file (its [server] and recording.storage_dir are used).")
     var config: String
 
-    @Option(help: "Start of the range: epoch seconds, -300 for five minutes ago, or ISO 8601.")
+    // .unconditional: "-300" (five minutes ago) is a value, not an option.
+    @Option(parsing: .unconditional, help: "Start of the range: epoch seconds, -300 for five minutes ago, or ISO 8601.")
     var from: String
 
-    @Option(help: "End of the range (same forms); default now.")
+    // .unconditional: "-300" (five minutes ago) is a value, not an option.
+    @Option(parsing: .unconditional, help: "End of the range (same forms); default now.")
     var to: String?
 
     @Option(help: "Give up after this many seconds.")

@@ -150,11 +150,7 @@ private struct LineScanner {
             while let c = peek, c != " ", c != "\t", c != "#" { token.append(c); advance() }
             if token == "true" { return (.boolean(true)) }
             if token == "false" { return (.boolean(false)) }
-            let digits = token.replacingOccurrences(of: "_", with: "")
-            if let i = Int(digits) { return (.integer(i)) }
-            if let d = Double(digits), d.isFinite, digits.contains(where: { $0.isNumber }) {
-                return (.float(d))
-            }
+            if let number = try TOMLNumber.parse(token) { return number }
             throw ScanFailure("'\(token)' is not a valid value (strings need quotes)")
         }
     }
@@ -189,5 +185,45 @@ private struct LineScanner {
             }
         }
         throw ScanFailure("unterminated string (missing closing \(quote))")
+    }
+}
+
+/// Numbers as TOML 1.0 writes them. Swift's own `Int(_:)`/`Double(_:)` take
+/// more (`0x7D0` as a float, `002000`, `.5`, `_2000`), so the grammar is checked first.
+enum TOMLNumber {
+    private static let decimal = "[+-]?(?:0|[1-9](?:_?[0-9])*)"
+    private static let digits = "[0-9](?:_?[0-9])*"
+    private static let integer = try! NSRegularExpression(pattern: "^\(decimal)$")
+    private static let prefixed = try! NSRegularExpression(
+        pattern: "^0(?:x[0-9A-Fa-f](?:_?[0-9A-Fa-f])*|o[0-7](?:_?[0-7])*|b[01](?:_?[01])*)$")
+    private static let float = try! NSRegularExpression(
+        pattern: "^\(decimal)(?:\\.\(digits)(?:[eE][+-]?\(digits))?|[eE][+-]?\(digits))$")
+
+    private static func matches(_ pattern: NSRegularExpression, _ token: String) -> Bool {
+        pattern.firstMatch(in: token, range: NSRange(token.startIndex..., in: token)) != nil
+    }
+
+    /// The value of `token` if it looks like a number; nil if it does not; throws for a number out of range.
+    static func parse(_ token: String) throws -> TOMLValue? {
+        let plain = token.replacingOccurrences(of: "_", with: "")
+        if matches(integer, token) {
+            guard let value = Int(plain) else { throw ScanFailure("'\(token)' is out of range") }
+            return .integer(value)
+        }
+        if matches(prefixed, token) {
+            let radix = ["x": 16, "o": 8, "b": 2][String(plain.dropFirst().prefix(1))] ?? 10
+            guard let value = Int(plain.dropFirst(2), radix: radix) else { throw ScanFailure("'\(token)' is out of range") }
+            return .integer(value)
+        }
+        if matches(float, token) {
+            guard let value = Double(plain), value.isFinite else { throw ScanFailure("'\(token)' is out of range") }
+            return .float(value)
+        }
+        switch token {
+        case "inf", "+inf": return .float(.infinity)
+        case "-inf": return .float(-.infinity)
+        case "nan", "+nan", "-nan": return .float(.nan)
+        default: return nil
+        }
     }
 }

@@ -56,4 +56,26 @@ final class TOMLTests: XCTestCase {
             }
         }
     }
+
+    /// Numbers as TOML 1.0 writes them, from the spec's valid and invalid examples.
+    func testNumbersFollowTheTOMLGrammar() throws {
+        let valid: [(String, TOMLValue)] = [
+            ("+99", .integer(99)), ("42", .integer(42)), ("0", .integer(0)), ("-17", .integer(-17)),
+            ("1_000", .integer(1000)), ("5_349_221", .integer(5_349_221)), ("0xDEADBEEF", .integer(0xDEAD_BEEF)),
+            ("0x7D0", .integer(2000)), ("0o755", .integer(0o755)), ("0b11010110", .integer(0b1101_0110)),
+            ("+1.0", .float(1)), ("3.1415", .float(3.1415)), ("-0.01", .float(-0.01)), ("5e+22", .float(5e22)),
+            ("1e06", .float(1e6)), ("-2E-2", .float(-0.02)), ("6.626e-34", .float(6.626e-34)), ("224_617.445_991", .float(224_617.445_991)),
+            ("inf", .float(.infinity)), ("-inf", .float(-.infinity)),
+        ]
+        for (text, value) in valid {
+            let doc = try TOMLDocument(parsing: "n = \(text)\n", file: "n.toml")
+            XCTAssertEqual(doc["n"]?.value, value, text)
+        }
+        for text in ["002000", "_2000", "2000_", "1__000", ".5", "5.", "7.e+3", "3.e+20", "+0x10", "0X10", "0x", "1e", "1.5.2",
+                     "99999999999999999999", "0b102", "0o8"] {
+            XCTAssertThrowsError(try TOMLDocument(parsing: "[recording]\nn = \(text)\n", file: "bad.toml"), text) { error in
+                XCTAssertTrue("\(error)".contains("bad.toml:2"), "names the file and line: \(error)")
+            }
+        }
+    }
 }

@@ -72,6 +72,12 @@ final class RecordingTests: XCTestCase {
         let ranged = try runTool(recorderExecutable, ["chunks", "--storage", storage.path, "--json",
                                                       "--from", String(chunks[1].start + 0.1), "--to", String(chunks[1].end - 0.1)])
         XCTAssertEqual(try JSONDecoder().decode([ChunkRecord].self, from: Data(ranged.output.utf8)).map(\.file), [chunks[1].file])
+        // As the help shows it: a negative time with a space, not only --from=-300.
+        let recent = try runTool(recorderExecutable, ["chunks", "--storage", storage.path, "--json", "--from", "-300"])
+        XCTAssertEqual(recent.status, 0, recent.output)
+        XCTAssertEqual(try JSONDecoder().decode([ChunkRecord].self, from: Data(recent.output.utf8)), chunks)
+        let version = try runTool(recorderExecutable, ["--version"])
+        XCTAssertEqual(version.output.trimmingCharacters(in: .whitespacesAndNewlines), ProductVersion.current)
     }
 
     func testRecordsMov() throws {
