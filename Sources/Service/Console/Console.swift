@@ -148,11 +148,14 @@ public final class Console {
     }
 
     private func health() -> HTTPResponse {
-        struct Health: Encodable { var status: String; var recording: String; var server: String }
+        struct Health: Encodable { var status: String; var recording: String; var reason: String?; var server: String }
         let state = service.recorder?.state
         let server = service.link.map { "\($0.state)" } ?? "none"
+        // Recording means frames reach the chunks now (the recorder leaves that state when they stop).
         let ok = state == .recording
-        return json(ok ? 200 : 503, Health(status: ok ? "ok" : "not_recording", recording: state.map { "\($0)" } ?? "stopped", server: server))
+        let reason = ok ? nil : (service.recorder?.lastProblem ?? "the recorder is \(state.map { "\($0)" } ?? "stopped")")
+        return json(ok ? 200 : 503, Health(status: ok ? "ok" : "not_recording", recording: state.map { "\($0)" } ?? "stopped",
+                                           reason: reason, server: server))
     }
 }
 
