@@ -41,10 +41,12 @@ struct Run: ParsableCommand {
             said = text
             FileHandle.standardError.write(Data("\(text)\n".utf8))
         }
+        // Set once the console listens: where to watch, said with "Recording to".
+        var watchAt = ""
         service.onRecorderStateChange = { state in
             switch state {
             case .recording:
-                say("Recording to \(storage) — press Ctrl-C to stop.")
+                say("Recording to \(storage)\(watchAt) — press Ctrl-C to stop.")
             case .waitingForSource, .waitingToRetry:
                 if said.isEmpty { say("Waiting for the source (\(pipeline)) — press Ctrl-C to stop.") }
             case .stopped, .stopping:
@@ -59,7 +61,11 @@ struct Run: ParsableCommand {
         // The console is a window on the recorder: when it cannot listen, recording goes on without it.
         var console: Console?
         if service.configuration.console.enabled {
-            do { console = try Console(service: service) } catch {
+            do {
+                let started = try Console(service: service)
+                console = started
+                watchAt = "; watch it at \(started.usesTLS ? "https" : "http")://\(started.displayHost):\(started.port)/"
+            } catch {
                 logger.error("console: \(error); recording goes on without it ([console] in \(config))")
             }
         }

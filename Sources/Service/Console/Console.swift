@@ -25,6 +25,14 @@ public final class Console {
     /// The address the console answers on (the port the system chose, when 0 was asked for).
     public var port: Int { server.port }
     public var usesTLS: Bool { server.usesTLS }
+    /// The host to put in a URL: the listening address, or "localhost" when it listens on every interface.
+    public var displayHost: String {
+        switch settings.host {
+        case "0.0.0.0", "::": return "localhost"
+        case let host where host.contains(":"): return "[\(host)]"
+        default: return settings.host
+        }
+    }
 
     /// Listens as `[console]` says. A password is generated (and logged once)
     /// when none was set with `set-password`.
