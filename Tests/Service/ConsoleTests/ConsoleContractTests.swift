@@ -13,6 +13,8 @@ import ServerLink
 /// checked against the schema of their operation and status.
 final class ConsoleContractTests: XCTestCase {
     var fixture: ConsoleFixture!
+    /// Outlives the service in tearDown, so the link ends by stopping, not by losing its server.
+    var allSpark: AllSparkTestServer?
     var service: RecorderService { fixture.service }
     var auth: [String] { ["-u", "admin:\(fixture.password)"] }
 
@@ -25,6 +27,7 @@ final class ConsoleContractTests: XCTestCase {
     override func tearDown() {
         fixture?.stop()
         fixture = nil
+        allSpark = nil
     }
 
     func request(_ path: String, _ arguments: [String] = []) throws -> ConsoleAnswer {
@@ -181,6 +184,7 @@ final class ConsoleContractTests: XCTestCase {
     /// still being recorded.
     func testTheUploadQueueShowsWhatIsSentWaitingWatchedAndDone() throws {
         let server = try AllSparkTestServer()
+        allSpark = server
         try start(server: "ws://\(server.address)", serverConfig: "upload_attempts = 1", chunks: 5)
         let link = try XCTUnwrap(service.link)
         XCTAssertTrue(waitOnMainLoop(10) { link.state == .connected(.ws) }, "connected: \(link.state)")
