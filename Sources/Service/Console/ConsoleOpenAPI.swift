@@ -364,6 +364,7 @@ enum ConsoleOpenAPI {
         "properties": {
           "status": { "type": "string", "enum": ["ok", "not_recording"] },
           "recording": { "type": "string" },
+          "reason": { "type": "string", "description": "Why not, when not recording." },
           "server": { "type": "string" }
         }
       },
