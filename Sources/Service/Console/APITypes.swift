@@ -87,6 +87,39 @@ struct UploadAccepted: Encodable {
     var accepted: [Range]
 }
 
+/// `GET /api/v1/uploads`: the server link's upload queue.
+struct UploadsAnswer: Encodable {
+    struct InFlight: Encodable {
+        var name: String
+        var reason: String
+        var attempt: Int
+        var since: Date
+    }
+    struct Waiting: Encodable {
+        var name: String
+        var reason: String
+        var attempts: Int
+    }
+    struct Watch: Encodable {
+        var from: Date
+        var to: Date
+        var reason: String
+    }
+    struct Finished: Encodable {
+        var name: String
+        var ok: Bool
+        var at: Date
+        var message: String?
+    }
+    var inFlight: InFlight?
+    var waiting: [Waiting]
+    var watches: [Watch]
+    /// The last uploads that ended, newest first.
+    var finished: [Finished]
+    var finishedOkTotal: Int
+    var finishedFailedTotal: Int
+}
+
 struct LoginAnswer: Encodable {
     var token: String
     var csrfToken: String

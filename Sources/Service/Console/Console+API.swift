@@ -220,6 +220,22 @@ extension Console {
         return json(202, UploadAccepted(accepted: accepted))
     }
 
+    func uploadQueue() -> HTTPResponse {
+        guard let link = service.link else {
+            return error(409, "no_server", "no AllSpark server is configured (server.host) or discovered")
+        }
+        return json(200, Self.answer(link.uploadQueue))
+    }
+
+    static func answer(_ queue: UploadQueueSnapshot) -> UploadsAnswer {
+        UploadsAnswer(
+            inFlight: queue.inFlight.map { .init(name: $0.name, reason: $0.reason, attempt: $0.attempt, since: $0.since) },
+            waiting: queue.waiting.map { .init(name: $0.name, reason: $0.reason, attempts: $0.attempts) },
+            watches: queue.watches.map { .init(from: $0.from, to: $0.to, reason: $0.reason) },
+            finished: queue.finished.reversed().map { .init(name: $0.name, ok: $0.ok, at: $0.at, message: $0.message) },
+            finishedOkTotal: queue.finishedOK, finishedFailedTotal: queue.finishedFailed)
+    }
+
     func servers() -> HTTPResponse {
         let found = service.discovery?.servers ?? []
         return json(200, found.map { ServerAnswer(name: $0.name, host: $0.host, addresses: $0.addresses, port: $0.port) })
@@ -246,6 +262,11 @@ extension Console {
         metric("storage_buffer_max_bytes", "gauge", "The ring buffer's size limit.", Double(s.storage.bufferMaxBytes))
         metric("disk_free_bytes", "gauge", "Free bytes on the storage folder's disk.", s.storage.diskFreeBytes.map(Double.init))
         metric("server_connected", "gauge", "1 while connected to the AllSpark server.", s.server.state == "connected" ? 1 : 0)
+        if let queue = service.link?.uploadQueue {
+            metric("uploads_waiting", "gauge", "Chunks waiting to be uploaded or being uploaded.", Double(queue.waiting.count + (queue.inFlight == nil ? 0 : 1)))
+            metric("uploads_finished_ok_total", "counter", "Uploads the server confirmed since the service started.", Double(queue.finishedOK))
+            metric("uploads_finished_failed_total", "counter", "Uploads given up since the service started.", Double(queue.finishedFailed))
+        }
         metric("uptime_seconds", "gauge", "Seconds since the console started.", Date().timeIntervalSince(startedAt).rounded())
         return HTTPResponse(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")],
                             body: .data(Data((lines.joined(separator: "\n") + "\n").utf8)))

@@ -91,6 +91,8 @@ public final class Console {
         case ("GET", "/api/v1/settings"), ("HEAD", "/api/v1/settings"): return currentSettings()
         case ("PATCH", "/api/v1/settings"): return patchSettings(request)
         case ("POST", "/api/v1/uploads"): return requestUploads(request)
+        case ("GET", "/api/v1/uploads"): return uploadQueue()
+        case ("GET", "/api/v1/openapi.json"): return openAPIDocument()
         case ("GET", "/api/v1/servers"): return servers()
         case ("GET", "/metrics"): return metrics()
         case ("GET", "/api/v1/preview.mjpeg"): return previewStream()

@@ -161,6 +161,9 @@ public final class ServerLink {
         UploadTimeRangeCommand(start: start, end: end, reason: reason).run(in: commandContext)
     }
 
+    /// What the upload queue holds and what it did lately (empty when the link uploads nothing).
+    public var uploadQueue: UploadQueueSnapshot { uploads?.snapshot ?? .empty }
+
     /// Chunks still to upload (waiting or being sent).
     public var pendingUploads: Int { (uploads?.waiting.count ?? 0) + (uploads?.inFlight == nil ? 0 : 1) }
 

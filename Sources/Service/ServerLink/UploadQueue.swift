@@ -63,6 +63,12 @@ final class UploadQueue {
     private(set) var inFlight: (item: Item, started: Date)?
     private(set) var watches: [Watch] = []
     private var retryTimer: LinkTimer?
+    /// The last uploads that ended, oldest first (at most `historyLimit`), and totals since the start.
+    private(set) var history: [UploadQueueSnapshot.Finished] = []
+    private(set) var finishedOK = 0
+    private(set) var finishedFailed = 0
+    /// Enough for a person or a script to see what just happened; the log keeps the rest.
+    static let historyLimit = 50
     /// Chunks the current server received, and when.
     private var delivered: [String: Date] = [:]
     private let redeliveryAfter: TimeInterval = 600
@@ -148,13 +154,13 @@ final class UploadQueue {
                 file = try catalog.open(item.chunk)
             } catch {
                 logger.error("upload of \(StorageFolder.printable(item.chunk.file)) failed: \(error)")
-                giveUp(item)
+                giveUp(item, why: "\(error)")
                 continue
             }
             let size = file.size
             guard size <= maxBytes else {
                 logger.error("upload of \(item.chunk.file) failed: \(size / 1_048_576) MiB is more than the server accepts in one message (server.max_upload_mb = \(maxBytes / 1_048_576)); shorten recording.chunk_duration_ms or lower the bitrate")
-                giveUp(item)
+                giveUp(item, why: "\(size / 1_048_576) MiB is more than the server accepts in one message (server.max_upload_mb = \(maxBytes / 1_048_576))")
                 continue
             }
             item.chunk.size = size
@@ -184,6 +190,7 @@ final class UploadQueue {
             logger.notice("uploaded \(file) (\(item.chunk.size) bytes in \(String(format: "%.2f", seconds)) s, \(String(format: "%.1f", Double(item.chunk.size) / 1_048_576 / seconds)) MiB/s) for \(item.reason)")
             delivered[file] = clock.now
             catalog.unpin(file)
+            record(file, ok: true, message: message)
             onFinished?(file, true)
             pump()
         } else {
@@ -206,7 +213,7 @@ final class UploadQueue {
     private func retryOrGiveUp(_ item: Item, why: String, delay: Double? = nil) {
         guard item.attempts < maxAttempts else {
             logger.error("upload of \(item.chunk.file) given up after \(item.attempts) attempts (last: \(why))")
-            giveUp(item)
+            giveUp(item, why: "given up after \(item.attempts) attempt(s) (last: \(why))")
             pump()
             return
         }
@@ -219,8 +226,67 @@ final class UploadQueue {
         }
     }
 
-    private func giveUp(_ item: Item) {
+    private func giveUp(_ item: Item, why: String) {
         catalog.unpin(item.chunk.file)
+        record(item.chunk.file, ok: false, message: why)
         onFinished?(item.chunk.file, false)
     }
+
+    private func record(_ file: String, ok: Bool, message: String?) {
+        if ok { finishedOK += 1 } else { finishedFailed += 1 }
+        history.append(.init(name: file, ok: ok, at: clock.now, message: message))
+        if history.count > Self.historyLimit { history.removeFirst(history.count - Self.historyLimit) }
+    }
+
+    var snapshot: UploadQueueSnapshot {
+        UploadQueueSnapshot(
+            inFlight: inFlight.map { .init(name: $0.item.chunk.file, reason: $0.item.reason, attempt: $0.item.attempts, since: $0.started) },
+            waiting: waiting.map { .init(name: $0.chunk.file, reason: $0.reason, attempts: $0.attempts) },
+            watches: watches.map { .init(from: Date(timeIntervalSince1970: $0.from), to: Date(timeIntervalSince1970: $0.to), reason: $0.reason) },
+            finished: history, finishedOK: finishedOK, finishedFailed: finishedFailed)
+    }
+}
+
+/// What the upload queue is doing, copied out for status displays (the
+/// console's `GET /api/v1/uploads`, metrics). A value: it does not change
+/// after it is taken.
+public struct UploadQueueSnapshot: Equatable, Sendable {
+    public struct InFlight: Equatable, Sendable {
+        /// The chunk's file name.
+        public var name: String
+        public var reason: String
+        /// 1 for the first attempt.
+        public var attempt: Int
+        public var since: Date
+    }
+    public struct Waiting: Equatable, Sendable {
+        public var name: String
+        public var reason: String
+        /// Attempts already made (0 until it is first sent).
+        public var attempts: Int
+    }
+    /// A range still being recorded: chunks that finish in it are queued.
+    public struct Watch: Equatable, Sendable {
+        public var from: Date
+        public var to: Date
+        public var reason: String
+    }
+    public struct Finished: Equatable, Sendable {
+        public var name: String
+        /// True when the server confirmed it received the chunk.
+        public var ok: Bool
+        public var at: Date
+        /// The server's word, or why the upload was given up.
+        public var message: String?
+    }
+    public var inFlight: InFlight?
+    public var waiting: [Waiting]
+    public var watches: [Watch]
+    /// The last uploads that ended, oldest first (a bounded history).
+    public var finished: [Finished]
+    /// Uploads that ended since the link started, by outcome.
+    public var finishedOK: Int
+    public var finishedFailed: Int
+
+    public static let empty = UploadQueueSnapshot(inFlight: nil, waiting: [], watches: [], finished: [], finishedOK: 0, finishedFailed: 0)
 }

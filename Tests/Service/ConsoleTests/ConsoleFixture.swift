@@ -12,14 +12,16 @@ final class ConsoleFixture {
     let console: Console
     let password = "correct horse battery"
 
-    init(extraConfig: String = "") throws {
+    /// `server` is `[server] host` (none by default), `serverConfig` more `[server]` lines, `extraConfig` more `[console]` lines.
+    init(server: String = "", serverConfig: String = "", extraConfig: String = "") throws {
         let config = storage.file("recorder.toml")
         try """
             [device]
             name = "front-door"
             [server]
-            host = ""
+            host = "\(server)"
             discovery = false
+            \(serverConfig)
             [recording]
             pipeline = "\(repoPath("pipelines/test.pipeline"))"
             storage_dir = "\(storage.file("chunks").path)"

@@ -11,13 +11,7 @@ import RecorderTestSupport
 /// console listens on loopback, and curl (a real client, in its own process)
 /// asks while the main loop serves.
 final class ConsoleTests: XCTestCase {
-    struct Answer {
-        var status: Int
-        var headers: [String: String]
-        var body: Data
-        var text: String { String(decoding: body, as: UTF8.self) }
-        func json() -> [String: Any] { ((try? JSONSerialization.jsonObject(with: body)) as? [String: Any]) ?? [:] }
-    }
+    typealias Answer = ConsoleAnswer
 
     var fixture: ConsoleFixture!
     var service: RecorderService { fixture.service }
@@ -39,17 +33,7 @@ final class ConsoleTests: XCTestCase {
 
     /// One request with curl; `arguments` are curl's (headers, method, data).
     func request(_ path: String, _ arguments: [String] = []) throws -> Answer {
-        let scratch = TemporaryDirectory()
-        let headers = scratch.file("headers"), body = scratch.file("body")
-        let (status, output) = try runWhileServing("/usr/bin/curl", ["-s", "-D", headers.path, "-o", body.path, "-w", "%{http_code}"]
-                                                   + arguments + [base + path], timeout: 30)
-        XCTAssertEqual(status, 0, "curl: \(output)")
-        var parsed: [String: String] = [:]
-        for line in ((try? String(contentsOf: headers, encoding: .utf8)) ?? "").split(separator: "\r\n") {
-            guard let colon = line.firstIndex(of: ":") else { continue }
-            parsed[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-        }
-        return Answer(status: Int(output.suffix(3)) ?? 0, headers: parsed, body: (try? Data(contentsOf: body)) ?? Data())
+        try consoleRequest(base, path, arguments)
     }
 
     func login() throws -> (cookie: String, csrf: String, token: String) {
