@@ -84,6 +84,8 @@ public final class Console {
         case ("PATCH", "/api/v1/settings"): return patchSettings(request)
         case ("POST", "/api/v1/uploads"): return requestUploads(request)
         case ("GET", "/api/v1/servers"): return servers()
+        case ("GET", "/api/v1/server"): return json(200, serverLink())
+        case ("PATCH", "/api/v1/server"): return patchServerLink(request)
         case ("GET", "/metrics"): return metrics()
         case ("GET", "/api/v1/preview.mjpeg"): return previewStream()
         case ("GET", "/api/v1/snapshot.jpg"): return snapshot()

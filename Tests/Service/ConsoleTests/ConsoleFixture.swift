@@ -12,7 +12,8 @@ final class ConsoleFixture {
     let console: Console
     let password = "correct horse battery"
 
-    init(extraConfig: String = "") throws {
+    /// `serverConfig`: more `[server]` lines; `extraConfig`: more `[console]` lines.
+    init(serverConfig: String = "", extraConfig: String = "") throws {
         let config = storage.file("recorder.toml")
         try """
             [device]
@@ -20,6 +21,7 @@ final class ConsoleFixture {
             [server]
             host = ""
             discovery = false
+            \(serverConfig)
             [recording]
             pipeline = "\(repoPath("pipelines/test.pipeline"))"
             storage_dir = "\(storage.file("chunks").path)"
@@ -41,6 +43,7 @@ final class ConsoleFixture {
         console = try Console(service: service)
     }
 
+    var configFile: String { storage.file("recorder.toml").path }
     var base: String { "http://127.0.0.1:\(console.port)" }
 
     func stop() {
