@@ -5,11 +5,13 @@ public enum StorageLayout {
     public static let indexFileName = "catalog.json"
     /// The values the server last set (`ServerSettingsStore` in RecorderCore).
     public static let serverSettingsFileName = "server-settings.json"
+    /// The server host and verify_tls last set in the console (`ServerLinkStore` in RecorderCore).
+    public static let serverLinkFileName = "server-link.json"
     /// The console password's salted hash (`ConsolePassword` in Console).
     public static let consolePasswordFileName = "console-password.json"
     /// Hidden folder of pins shared by every process using the folder (`SharedPins`).
     public static let pinsFolderName = ".pins"
     /// Files written with `StorageFolder.writeAtomically`, whose temporaries
     /// a crash may leave behind.
-    public static let atomicallyWritten = [indexFileName, serverSettingsFileName, consolePasswordFileName]
+    public static let atomicallyWritten = [indexFileName, serverSettingsFileName, serverLinkFileName, consolePasswordFileName]
 }

@@ -94,6 +94,8 @@ public final class Console {
         case ("GET", "/api/v1/uploads"): return uploadQueue()
         case ("GET", "/api/v1/openapi.json"): return openAPIDocument()
         case ("GET", "/api/v1/servers"): return servers()
+        case ("GET", "/api/v1/server"): return json(200, serverLink())
+        case ("PATCH", "/api/v1/server"): return patchServerLink(request)
         case ("GET", "/metrics"): return metrics()
         case ("GET", "/api/v1/preview.mjpeg"): return previewStream()
         case ("GET", "/api/v1/snapshot.jpg"): return snapshot()

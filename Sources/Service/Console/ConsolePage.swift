@@ -33,6 +33,9 @@ enum ConsolePage {
   .chunks a { color:var(--accent); } .chunks li { margin:.15em 0; }
   #login { max-width:22em; margin:15vh auto; display:flex; flex-direction:column; gap:.6em; padding:1em; }
   #login-error, .error-text { color:var(--red); min-height:1.2em; }
+  form.controls { display:flex; flex-wrap:wrap; align-items:center; gap:.4em .6em; margin-top:.6em; }
+  form.controls input[type=text] { flex:1 1 12em; min-width:0; } form.controls input[type=number] { width:6em; }
+  .note { color:var(--muted); font-size:.9em; min-height:1.2em; width:100%; }
   .hidden { display:none !important; }
   /* Phone landscape: picture left, panels right. Desktop: picture big, panels in a column. */
   @media (orientation: landscape) and (max-height: 540px) { main { grid-template-columns:3fr 2fr; } #live { grid-row:span 4; } }
@@ -60,7 +63,20 @@ enum ConsolePage {
     </div>
     <section class="panel"><h2>Recording</h2><dl id="recording"></dl></section>
     <section class="panel"><h2>Server</h2><dl id="server"></dl>
-      <div id="servers"></div></section>
+      <form id="server-form" class="controls">
+        <input id="host" type="text" placeholder="host:port, ws://… or wss://…" autocomplete="off" spellcheck="false" aria-label="server host">
+        <select id="discovered" aria-label="discovered servers"><option value="">discovered servers…</option></select>
+        <label><input id="verify-tls" type="checkbox" checked> verify TLS</label>
+        <button id="connect" class="primary" type="submit">Connect</button> <button id="disconnect" type="button">Disconnect</button>
+        <div id="server-result" class="note"></div>
+      </form></section>
+    <section class="panel"><h2>Settings</h2>
+      <form id="settings-form" class="controls">
+        <label>container <select id="video-format"><option>mp4</option><option>mov</option></select></label>
+        <label>chunk length <input id="chunk-seconds" type="number" min="0.5" max="3600" step="0.1" required> s</label>
+        <button class="primary" type="submit">Save</button>
+        <div id="settings-result" class="note"></div>
+      </form></section>
     <section class="panel"><h2>Storage</h2><dl id="storage"></dl></section>
     <section class="panel"><h2>Recordings</h2>
       <div>Send to server: <input id="from" type="datetime-local" step="1"> – <input id="to" type="datetime-local" step="1">
@@ -83,7 +99,7 @@ async function api(path, options = {}) {
   return body;
 }
 function showLogin() { $("app").classList.add("hidden"); $("login").classList.remove("hidden"); $("preview").removeAttribute("src"); }
-function showApp() { $("login").classList.add("hidden"); $("app").classList.remove("hidden"); startPreview(); refresh(); }
+function showApp() { $("login").classList.add("hidden"); $("app").classList.remove("hidden"); startPreview(); refresh(); loadServer(); loadSettings(); }
 $("login").addEventListener("submit", async (event) => {
   event.preventDefault();
   $("login-error").textContent = "";
@@ -146,7 +162,59 @@ $("send").addEventListener("click", async () => {
     $("send-result").textContent = r.accepted[0].chunks + " chunk(s) queued";
   } catch (e) { $("send-result").textContent = String(e.message || e); }
 });
-setInterval(() => { if (!$("app").classList.contains("hidden")) refresh(); }, 3000);
+// Server controls: the form shows the chosen host (not overwritten while polling); Connect and Disconnect apply it.
+function showServer(s) {
+  $("host").value = s.host; $("verify-tls").checked = s.verify_tls;
+}
+async function loadServer() { try { showServer(await api("/api/v1/server")); } catch (e) {} }
+async function changeServer(host) {
+  $("server-result").textContent = "";
+  try {
+    const s = await api("/api/v1/server", { method: "PATCH", body: JSON.stringify({ host, verify_tls: $("verify-tls").checked }) });
+    showServer(s);
+    $("server-result").textContent = s.host ? "connecting to " + s.host + "…" : (s.discovery ? "no host: using the server discovery picks" : "disconnected");
+    refresh();
+  } catch (e) { $("server-result").textContent = String(e.message || e); }
+}
+$("server-form").addEventListener("submit", (event) => { event.preventDefault(); changeServer($("host").value.trim()); });
+$("disconnect").addEventListener("click", () => changeServer(""));
+$("discovered").addEventListener("change", () => { if ($("discovered").value) $("host").value = $("discovered").value; });
+async function refreshServers() {
+  try {
+    const list = await api("/api/v1/servers"), select = $("discovered"), chosen = select.value;
+    const options = list.map((s) => { const a = s.addresses[0] || s.host; const o = document.createElement("option");
+      o.value = (a.includes(":") ? "[" + a + "]" : a) + ":" + s.port; o.textContent = s.name + " (" + o.value + ")"; return o; });
+    const first = document.createElement("option"); first.value = ""; first.textContent = list.length ? "discovered servers…" : "no server discovered";
+    select.replaceChildren(first, ...options); select.value = chosen;
+  } catch (e) {}
+}
+// Settings: PATCHed with the version they were read at; a change made elsewhere meanwhile is answered 409.
+let settingsVersion = null;
+async function loadSettings() {
+  const r = await fetch("/api/v1/settings", { credentials: "same-origin", headers: { "X-Requested-With": "allspark-console" } });
+  if (!r.ok) return;
+  const s = await r.json(); settingsVersion = r.headers.get("ETag");
+  $("video-format").value = s.video_format; $("chunk-seconds").value = s.chunk_duration_ms / 1000;
+}
+$("settings-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const result = $("settings-result"); result.textContent = ""; result.classList.remove("error-text");
+  const body = { video_format: $("video-format").value, chunk_duration_ms: Math.round(Number($("chunk-seconds").value) * 1000) };
+  try {
+    const r = await fetch("/api/v1/settings", { method: "PATCH", credentials: "same-origin", body: JSON.stringify(body),
+      headers: { "Content-Type": "application/json", "X-Requested-With": "allspark-console", "X-CSRF-Token": csrf, "If-Match": settingsVersion } });
+    const answer = await r.json();
+    if (r.status === 409) {
+      await loadSettings();
+      result.classList.add("error-text"); result.textContent = "Not saved: the settings were changed elsewhere; reloaded, check them and save again.";
+    } else if (!r.ok) {
+      result.classList.add("error-text"); result.textContent = answer.error.message;
+    } else {
+      settingsVersion = r.headers.get("ETag"); result.textContent = "Saved: the next chunk follows.";
+    }
+  } catch (e) { result.classList.add("error-text"); result.textContent = String(e); }
+});
+setInterval(() => { if (!$("app").classList.contains("hidden")) { refresh(); refreshServers(); } }, 3000);
 fetch("/api/v1/session", { credentials: "same-origin", headers: { "X-Requested-With": "allspark-console" } }).then(async (r) => {
   if (r.ok) { csrf = (await r.json()).csrf_token; showApp(); } else showLogin();
 }).catch(showLogin);

@@ -1,4 +1,5 @@
 import Foundation
+import AllSparkProtocol
 import GLibSupport
 import Logging
 import Recorder
@@ -102,6 +103,54 @@ public final class RecorderService {
         } catch {
             logger.error("reload refused, keeping the running settings: \(error)")
         }
+    }
+
+    /// Points the service at another AllSpark server (or none): the old link
+    /// is stopped and a new one made for `host` and `verifyTLS`, wired like
+    /// the one `start` makes (finished chunks are announced to it) and
+    /// handed to a new discovery, whose choice now depends on the new host.
+    /// An empty host means what an empty `server.host` means in the file:
+    /// with discovery on, the server discovery picks; with it off, no link.
+    /// Uploads still waiting on the old link are dropped (logged). Asking
+    /// again for the server already connected to changes nothing.
+    /// The choice is kept in the storage folder (`ServerLinkStore`) and laid
+    /// over the config at the next start. Throws for a host that is not a
+    /// server address, changing nothing.
+    public func changeServer(host: String, verifyTLS: Bool, by who: String) throws {
+        MainLoop.preconditionOnLoop()
+        let host = host.trimmingCharacters(in: .whitespaces)
+        if !host.isEmpty { _ = try ServerAddress(parsing: host) }
+        guard case .running(let parts) = state else {
+            throw NotRunning()
+        }
+        if host == configuration.server.host, verifyTLS == configuration.server.verifyTLS, case .connected? = parts.link?.state {
+            logger.info("server change by \(who): already connected to \(host)")
+            return
+        }
+        if let old = parts.link, old.pendingUploads > 0 {
+            logger.warning("server change: \(old.pendingUploads) chunk(s) waiting to upload to \(old.address.map { "\($0)" } ?? "no server") are dropped")
+        }
+        parts.discovery?.stop()
+        parts.link?.stop()
+        configuration.server.host = host
+        configuration.server.verifyTLS = verifyTLS
+        logger.notice("server changed by \(who): \(host.isEmpty ? (configuration.server.discovery ? "no host, using discovery" : "no server") : host), verify_tls = \(verifyTLS)")
+        let link = ServerLinks.forRecording(configuration, recorder: parts.recorder, logger: logger)
+        if link == nil { parts.recorder.onChunkFinished = nil }
+        link?.start()
+        let discovery = DiscoveryService.start(for: configuration, link: link)
+        state = .running(Parts(recorder: parts.recorder, link: link, discovery: discovery))
+        do {
+            try ServerLinkStore(storageDirectory: configuration.recording.storageDirectory)
+                .save(host: host, verifyTLS: verifyTLS, by: who)
+        } catch {
+            logger.error("cannot keep the server choice for the next start: \(error)")
+        }
+    }
+
+    /// `changeServer` was asked before `start` or after `stop`.
+    public struct NotRunning: Error, CustomStringConvertible {
+        public var description: String { "the service is not running; the server can be changed while it records" }
     }
 
     /// Finishes the current chunk and stops everything. The link stays up

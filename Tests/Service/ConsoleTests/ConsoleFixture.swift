@@ -43,6 +43,7 @@ final class ConsoleFixture {
         console = try Console(service: service)
     }
 
+    var configFile: String { storage.file("recorder.toml").path }
     var base: String { "http://127.0.0.1:\(console.port)" }
 
     func stop() {

@@ -2,19 +2,122 @@ import XCTest
 @testable import Console
 import Foundation
 import GLibSupport
+import RecorderCore
+import RecorderService
 import RecorderTestSupport
 
 /// The console page in a real browser (Debian's headless chromium): log in,
 /// see the live picture and the recorder's state, and change the layout
 /// from phone portrait to phone landscape to desktop without the picture
-/// being fetched again.
+/// being fetched again; connect to a server and watch the indicator follow
+/// it; change a setting; download a chunk.
 final class ConsolePageTests: XCTestCase {
     var fixture: ConsoleFixture!
     var browser: HeadlessBrowser!
 
     override func setUpWithError() throws {
-        fixture = try ConsoleFixture()
+        // Reconnects soon after the test server comes back.
+        fixture = try ConsoleFixture(serverConfig: "reconnect_delay_s = 0.5")
         browser = try HeadlessBrowser()
+    }
+
+    /// Opens the page and logs in with the fixture's password.
+    func logIn() throws {
+        try browser.open(fixture.base + "/")
+        XCTAssertTrue(browser.wait(10, until: "!document.getElementById('login').classList.contains('hidden')"))
+        _ = try browser.evaluate("document.getElementById('password').value = '\(fixture.password)'; document.getElementById('login').requestSubmit(); true")
+        XCTAssertTrue(browser.wait(15, until: "!document.getElementById('app').classList.contains('hidden')"), "logged in")
+    }
+
+    func js(_ expression: String) throws -> Any? { try browser.evaluate(expression) }
+
+    func testConnectWatchTheIndicatorFollowTheServerAndDisconnect() throws {
+        let server = try AllSparkTestServer()
+        try logIn()
+        XCTAssertTrue(browser.wait(10, until: "document.getElementById('indicator').className === 'none'"), "no server configured")
+        XCTAssertEqual(try js("document.getElementById('host').value") as? String, "")
+
+        // Type the test server's address and connect.
+        _ = try js("document.getElementById('host').value = '\(server.address)'; document.getElementById('verify-tls').checked = false; document.getElementById('connect').click(); true")
+        XCTAssertTrue(browser.wait(20, until: "document.getElementById('indicator').className === 'connected'"),
+                      "green: \(String(describing: try? js("document.getElementById('indicator').className + ' ' + document.getElementById('server-result').textContent")))")
+        XCTAssertEqual(try js("document.getElementById('lock').classList.contains('on')") as? Bool, false, "ws, no lock")
+        XCTAssertTrue(waitOnMainLoop(10) { server.clientNames.contains("front-door") }, "the server got clientInfo: \(server.texts)")
+        XCTAssertEqual(fixture.service.configuration.server.host, server.address)
+        XCTAssertEqual(fixture.service.configuration.server.verifyTLS, false)
+        XCTAssertEqual(ServerLinkStore(storageDirectory: fixture.storage.file("chunks").path).load()?.host, server.address, "kept for the next start")
+
+        // The server goes away: the indicator leaves green; it comes back on the same port: green again.
+        server.kill()
+        XCTAssertTrue(browser.wait(20, until: "['disconnected', 'connecting'].includes(document.getElementById('indicator').className)"), "red or orange")
+        try server.restart()
+        XCTAssertTrue(browser.wait(25, until: "document.getElementById('indicator').className === 'connected'"), "green again")
+        XCTAssertTrue(waitOnMainLoop(10) { server.clientNames.count >= 2 }, "introduced again: \(server.clientNames)")
+
+        // Disconnect: no host, no discovery, no link.
+        _ = try js("document.getElementById('disconnect').click(); true")
+        XCTAssertTrue(browser.wait(15, until: "document.getElementById('indicator').className === 'none' && document.getElementById('host').value === ''"))
+        XCTAssertNil(fixture.service.link)
+        XCTAssertTrue(waitOnMainLoop(10) { server.connections.isEmpty }, "the server sees the recorder go")
+        XCTAssertEqual(try js("document.getElementById('server-result').textContent") as? String, "disconnected")
+    }
+
+    func testChangeTheChunkLengthThenAStaleChangeIsRefusedAndShown() throws {
+        try logIn()
+        XCTAssertTrue(browser.wait(10, until: "document.getElementById('chunk-seconds').value === '1'"), "the form shows the running settings")
+        guard let recorder = fixture.service.recorder else { return XCTFail("not recording") }
+
+        // Two-second chunks from the page: the chunk after the one being written follows.
+        _ = try js("document.getElementById('chunk-seconds').value = '2'; document.getElementById('settings-form').requestSubmit(); true")
+        XCTAssertTrue(browser.wait(10, until: "document.getElementById('settings-result').textContent.startsWith('Saved')"),
+                      "\(String(describing: try? js("document.getElementById('settings-result').textContent")))")
+        // Counted once the change is made: the chunk being written then may be either length, the one after it is new.
+        let written = recorder.catalog.all.count
+        XCTAssertEqual(recorder.currentTuning.chunkDurationMs, 2000)
+        XCTAssertTrue(waitOnMainLoop(15) { recorder.catalog.all.count >= written + 2 }, "two more chunks")
+        let next = recorder.catalog.all[written + 1]
+        XCTAssertEqual(next.duration, 2, accuracy: 0.5, "the next chunk is two seconds long: \(recorder.catalog.all.map(\.duration))")
+
+        // Changed elsewhere (as the server's clientConfig would) after the page read the settings:
+        // the page's change is refused with 409, said so, and the form shows the new values.
+        var tuning = recorder.currentTuning
+        tuning.chunkDurationMs = 3000
+        recorder.retune(tuning)
+        _ = try js("document.getElementById('chunk-seconds').value = '1'; document.getElementById('settings-form').requestSubmit(); true")
+        XCTAssertTrue(browser.wait(10, until: "document.getElementById('settings-result').textContent.includes('changed elsewhere')"),
+                      "\(String(describing: try? js("document.getElementById('settings-result').textContent")))")
+        XCTAssertEqual(try js("document.getElementById('settings-result').classList.contains('error-text')") as? Bool, true, "shown as an error")
+        XCTAssertEqual(try js("document.getElementById('chunk-seconds').value") as? String, "3", "reloaded")
+        XCTAssertEqual(recorder.currentTuning.chunkDurationMs, 3000, "the stale change changed nothing")
+    }
+
+    func testDownloadAChunkThroughThePageLink() throws {
+        try logIn()
+        XCTAssertTrue(browser.wait(15, until: "document.querySelectorAll('#chunks a').length > 0"), "recordings are listed")
+        // The page's own link, fetched by the page with its session (the cookie is HttpOnly).
+        let fetched = try js("""
+            (async () => {
+              const a = document.querySelector('#chunks a');
+              const r = await fetch(a.href, { credentials: 'same-origin' });
+              const bytes = new Uint8Array(await r.arrayBuffer());
+              let text = ''; for (const b of bytes) text += String.fromCharCode(b);
+              return JSON.stringify({ status: r.status, type: r.headers.get('content-type'), href: a.getAttribute('href'), data: btoa(text) });
+            })()
+            """) as? String ?? ""
+        let answer = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(fetched.utf8)) as? [String: Any], fetched)
+        XCTAssertEqual(answer["status"] as? Int, 200)
+        XCTAssertEqual(answer["type"] as? String, "video/mp4")
+        let href = try XCTUnwrap(answer["href"] as? String)
+        let data = try XCTUnwrap(Data(base64Encoded: answer["data"] as? String ?? ""))
+        let name = String(href.dropFirst("/api/v1/chunks/".count))
+        let record = try XCTUnwrap(fixture.service.recorder?.catalog.all.first { $0.file == name }, "the link names a chunk of the catalog: \(href)")
+        XCTAssertEqual(Int64(data.count), record.size, "the whole chunk")
+        let scratch = TemporaryDirectory()
+        let file = scratch.file(name)
+        try data.write(to: file)
+        let report = try discover(file)
+        XCTAssertEqual(report.duration ?? 0, record.duration, accuracy: 0.3, report.output)
+        XCTAssertTrue(report.container.lowercased().contains("mp4") || report.container.lowercased().contains("quicktime"), report.output)
     }
 
     override func tearDown() {

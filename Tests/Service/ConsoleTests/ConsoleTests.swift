@@ -141,6 +141,40 @@ final class ConsoleTests: XCTestCase {
                        "kept for the next start")
     }
 
+    func testServerIsChangedOnlyWithTheTokenToAnAddressAndKeptForTheNextStart() throws {
+        let session = try login()
+        let cookie = ["-H", "Cookie: \(session.cookie)"], token = ["-H", "X-CSRF-Token: \(session.csrf)"]
+        let read = try request("/api/v1/server", cookie)
+        XCTAssertEqual(read.status, 200, read.text)
+        XCTAssertEqual(read.json()["host"] as? String, "")
+        XCTAssertEqual(read.json()["state"] as? String, "none", "no host, no discovery: no link")
+        func patch(_ body: String, _ extra: [String]) throws -> Answer {
+            try request("/api/v1/server", ["-X", "PATCH", "-H", "Content-Type: application/json", "--data", body] + cookie + extra)
+        }
+        XCTAssertEqual(try patch(#"{"host":"127.0.0.1:9"}"#, []).status, 403, "a change needs the CSRF token")
+        for (body, field) in [(#"{"host":"ftp://x:1"}"#, "host"), (#"{"host":"box:99999"}"#, "host"), (#"{"host":7}"#, "host"),
+                              (#"{"verify_tls":"yes"}"#, "verify_tls"), (#"{"port":1}"#, "port")] {
+            let refused = try patch(body, token)
+            XCTAssertEqual(refused.status, 422, "\(body): \(refused.text)")
+            XCTAssertEqual((refused.json()["error"] as? [String: Any])?["field"] as? String, field, body)
+        }
+        XCTAssertNil(service.link, "a refused change changes nothing")
+        XCTAssertNil(ServerLinkStore(storageDirectory: service.configuration.recording.storageDirectory).load())
+
+        let changed = try patch(#"{"host":"127.0.0.1:9","verify_tls":false}"#, token)
+        XCTAssertEqual(changed.status, 200, changed.text)
+        XCTAssertEqual(changed.json()["host"] as? String, "127.0.0.1:9")
+        XCTAssertEqual(changed.json()["verify_tls"] as? Bool, false)
+        XCTAssertNotNil(service.link, "a link to the new host")
+        let next = try ServiceSettings(configFile: fixture.configFile).load(logger: .init(label: "test"))
+        XCTAssertEqual(next.server.host, "127.0.0.1:9", "kept for the next start, over the file")
+        XCTAssertEqual(next.server.verifyTLS, false)
+
+        XCTAssertEqual(try patch(#"{"host":""}"#, token).json()["state"] as? String, "none", "disconnected: no link")
+        XCTAssertNil(service.link)
+        XCTAssertEqual(try ServiceSettings(configFile: fixture.configFile).load(logger: .init(label: "test")).server.host, "")
+    }
+
     func testMetricsAndHealthSayWhatTheRecorderDoes() throws {
         let metrics = try request("/metrics", ["-u", "admin:\(password)"])
         XCTAssertEqual(metrics.status, 200)

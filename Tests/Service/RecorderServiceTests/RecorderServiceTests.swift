@@ -99,4 +99,38 @@ final class RecorderServiceTests: XCTestCase {
         let files = (try? FileManager.default.contentsOfDirectory(atPath: folder.file("recordings").path)) ?? []
         XCTAssertEqual(files.filter { $0.hasPrefix("chunk_") }, [], "nothing recorded")
     }
+
+    func testChangeServerMovesTheLinkAnnouncesToTheNewServerAndIsKept() throws {
+        let first = try AllSparkTestServer(), second = try AllSparkTestServer()
+        let folder = TemporaryDirectory()
+        let storage = folder.file("recordings").path
+        let configFile = try writeConfig(folder, storage: storage, server: "", chunkMs: 1000)
+        let service = try RecorderService(settings: ServiceSettings(configFile: configFile))
+        XCTAssertThrowsError(try service.changeServer(host: first.address, verifyTLS: true, by: "test"), "not running yet")
+        try service.start()
+        XCTAssertNil(service.link, "no host, no discovery: no link")
+
+        try service.changeServer(host: "ws://\(first.address)", verifyTLS: true, by: "test")
+        XCTAssertTrue(waitOnMainLoop(10) { first.texts.contains { $0.contains("chunkSaved") } }, "finished chunks are announced to the new link")
+        XCTAssertThrowsError(try service.changeServer(host: "nowhere", verifyTLS: true, by: "test"), "not an address")
+        XCTAssertEqual(service.link?.address?.port, first.port, "a refused change changes nothing")
+
+        try service.changeServer(host: "ws://\(second.address)", verifyTLS: false, by: "test")
+        XCTAssertTrue(waitOnMainLoop(10) { second.texts.contains { $0.contains("chunkSaved") } }, "and then to the next one")
+        XCTAssertTrue(waitOnMainLoop(10) { first.connections.isEmpty }, "the old link is closed")
+        let announced = first.texts.filter { $0.contains("chunkSaved") }.count
+        runMainLoop(seconds: 1.5)
+        XCTAssertEqual(first.texts.filter { $0.contains("chunkSaved") }.count, announced, "nothing more reaches the old server")
+
+        let next = try ServiceSettings(configFile: configFile).load(logger: .init(label: "test"))
+        XCTAssertEqual(next.server.host, "ws://\(second.address)", "kept for the next start")
+        XCTAssertFalse(next.server.verifyTLS)
+
+        try service.changeServer(host: "", verifyTLS: true, by: "test")
+        XCTAssertNil(service.link, "an empty host without discovery: no server")
+        XCTAssertTrue(waitOnMainLoop(10) { second.connections.isEmpty })
+        var stopped = false
+        service.stop(reason: "test") { stopped = true }
+        XCTAssertTrue(waitOnMainLoop(20) { stopped })
+    }
 }

@@ -1,0 +1,54 @@
+import Foundation
+import Storage
+
+/// The server host and `verify_tls` last chosen in the console, kept in the
+/// storage folder (`server-link.json`) so that the choice outlives a
+/// restart. Like `ServerSettingsStore`, the user's config file is never
+/// rewritten: the saved values are laid over `[server]` at start and on SIGHUP.
+///
+/// An empty host means what an empty `server.host` means in the file:
+/// with `server.discovery = true` the recorder uses the server discovery
+/// picks, without it the recorder runs without a server.
+public struct ServerLinkStore {
+    public struct Saved: Codable, Equatable {
+        public var host: String
+        public var verifyTLS: Bool
+        /// Who set them (e.g. "the console from 192.168.1.20"), and when (epoch s), for the log.
+        public var by: String
+        public var savedAt: Double
+    }
+
+    public static let fileName = StorageLayout.serverLinkFileName
+    public let url: URL
+    private let folder: StorageFolder
+
+    public init(storageDirectory: String) {
+        folder = StorageFolder(URL(fileURLWithPath: storageDirectory))
+        url = folder.directory.appendingPathComponent(Self.fileName)
+    }
+
+    /// The saved choice; nil when none was saved or the file is unreadable
+    /// (a damaged file must not stop the recorder: the config file applies).
+    public func load() -> Saved? {
+        guard let data = try? folder.read(Self.fileName) else { return nil }
+        return try? JSONDecoder().decode(Saved.self, from: data)
+    }
+
+    /// Written atomically (see `StorageFolder.writeAtomically`): the old file or the new one, never half.
+    public func save(host: String, verifyTLS: Bool, by: String, at time: Double = Date().timeIntervalSince1970) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        let data = try encoder.encode(Saved(host: host, verifyTLS: verifyTLS, by: by, savedAt: time))
+        try FileManager.default.createDirectory(at: folder.directory, withIntermediateDirectories: true)
+        try folder.writeAtomically(data, as: Self.fileName)
+    }
+
+    /// `config` with the saved host and verify_tls laid over its `[server]`.
+    public func applied(to config: RecorderConfig) -> RecorderConfig {
+        guard let saved = load() else { return config }
+        var config = config
+        config.server.host = saved.host
+        config.server.verifyTLS = saved.verifyTLS
+        return config
+    }
+}
