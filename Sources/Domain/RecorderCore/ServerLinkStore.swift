@@ -19,28 +19,19 @@ public struct ServerLinkStore {
     }
 
     public static let fileName = StorageLayout.serverLinkFileName
-    public let url: URL
-    private let folder: StorageFolder
+    private let file: KeptFile<Saved>
+    public var url: URL { file.url }
 
     public init(storageDirectory: String) {
-        folder = StorageFolder(URL(fileURLWithPath: storageDirectory))
-        url = folder.directory.appendingPathComponent(Self.fileName)
+        file = KeptFile(storageDirectory: storageDirectory, name: Self.fileName)
     }
 
     /// The saved choice; nil when none was saved or the file is unreadable
     /// (a damaged file must not stop the recorder: the config file applies).
-    public func load() -> Saved? {
-        guard let data = try? folder.read(Self.fileName) else { return nil }
-        return try? JSONDecoder().decode(Saved.self, from: data)
-    }
+    public func load() -> Saved? { file.load() }
 
-    /// Written atomically (see `StorageFolder.writeAtomically`): the old file or the new one, never half.
     public func save(host: String, verifyTLS: Bool, by: String, at time: Double = Date().timeIntervalSince1970) throws {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        let data = try encoder.encode(Saved(host: host, verifyTLS: verifyTLS, by: by, savedAt: time))
-        try FileManager.default.createDirectory(at: folder.directory, withIntermediateDirectories: true)
-        try folder.writeAtomically(data, as: Self.fileName)
+        try file.save(Saved(host: host, verifyTLS: verifyTLS, by: by, savedAt: time))
     }
 
     /// `config` with the saved host and verify_tls laid over its `[server]`.

@@ -14,31 +14,20 @@ public struct ServerSettingsStore {
     }
 
     public static let fileName = StorageLayout.serverSettingsFileName
-    public let url: URL
-    private let folder: StorageFolder
+    private let file: KeptFile<Saved>
+    public var url: URL { file.url }
 
     public init(storageDirectory: String) {
-        folder = StorageFolder(URL(fileURLWithPath: storageDirectory))
-        url = folder.directory.appendingPathComponent(Self.fileName)
+        file = KeptFile(storageDirectory: storageDirectory, name: Self.fileName)
     }
 
     /// The saved values; nil when none were saved or the file is unreadable
     /// or not a plain file (a damaged file must not stop the recorder: the
     /// config file applies).
-    public func load() -> Saved? {
-        guard let data = try? folder.read(Self.fileName) else { return nil }
-        return try? JSONDecoder().decode(Saved.self, from: data)
-    }
+    public func load() -> Saved? { file.load() }
 
-    /// Written to an exclusively created temporary file and renamed, so a
-    /// crash leaves the old or the new file, never half of one, and a link
-    /// planted under either name is replaced, never written through.
     public func save(_ tuning: RecordingTuning, server: String, at time: Double = Date().timeIntervalSince1970) throws {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        let data = try encoder.encode(Saved(tuning: tuning, server: server, savedAt: time))
-        try FileManager.default.createDirectory(at: folder.directory, withIntermediateDirectories: true)
-        try folder.writeAtomically(data, as: Self.fileName)
+        try file.save(Saved(tuning: tuning, server: server, savedAt: time))
     }
 
     /// `config` with the saved server values laid over its tuning; the buffer within the

@@ -21,13 +21,13 @@ public struct ConsolePassword {
 
     /// OWASP's floor for PBKDF2-SHA256, and what swift-crypto accepts.
     static let iterations = 210_000
-    let folder: StorageFolder
+    private let file: KeptFile<Record>
 
     public init(storageDirectory: String) {
-        folder = StorageFolder(URL(fileURLWithPath: storageDirectory))
+        file = KeptFile(storageDirectory: storageDirectory, name: Self.fileName)
     }
 
-    public var path: String { folder.directory.appendingPathComponent(Self.fileName).path }
+    public var path: String { file.url.path }
 
     public var isSet: Bool { (try? load()) != nil }
 
@@ -42,10 +42,7 @@ public struct ConsolePassword {
         let record = Record(algorithm: "pbkdf2-sha256", iterations: Self.iterations,
                             salt: Data(salt).base64EncodedString(),
                             hash: try Self.derive(password, salt: Data(salt), iterations: Self.iterations).base64EncodedString())
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        try FileManager.default.createDirectory(at: folder.directory, withIntermediateDirectories: true)
-        try folder.writeAtomically(try encoder.encode(record), as: Self.fileName)
+        try file.save(record)
     }
 
     /// Generates, stores and returns a password when none is set; nil when one is.
@@ -67,7 +64,7 @@ public struct ConsolePassword {
     }
 
     func load() throws -> Record {
-        let record = try JSONDecoder().decode(Record.self, from: folder.read(Self.fileName))
+        guard let record = file.load() else { throw ConfigError("\(path): no console password is set") }
         guard record.algorithm == "pbkdf2-sha256", record.iterations >= Self.iterations else {
             throw ConfigError("\(path): unknown password hash \(record.algorithm)")
         }
