@@ -51,13 +51,8 @@ struct Chunks: ParsableCommand {
     }
 }
 
-/// A time given on the command line: epoch seconds, an ISO 8601 time, or a
-/// negative number of seconds before now (`--from -300`: five minutes ago).
-func parseTime(_ text: String, option: String, now: Double = Date().timeIntervalSince1970) throws -> Double {
-    if let seconds = Double(text), seconds.isFinite { return seconds < 0 ? now + seconds : seconds }
-    let formatter = ISO8601DateFormatter()
-    if let date = formatter.date(from: text) { return date.timeIntervalSince1970 }
-    formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-    if let date = formatter.date(from: text) { return date.timeIntervalSince1970 }
-    throw ValidationError("\(option) \(text): expected epoch seconds, seconds before now (-300), or an ISO 8601 time like 2026-11-21T10:00:00Z")
+/// A time given on the command line (`QueryTime`), or a usage error naming the option.
+func parseTime(_ text: String, option: String) throws -> Double {
+    guard let time = QueryTime.parse(text) else { throw ValidationError("\(option) \(text): expected \(QueryTime.expected)") }
+    return time
 }

@@ -32,6 +32,8 @@ public final class PreviewTap: @unchecked Sendable {
     public struct Token: Hashable { let id: Int }
 
     private let settings: Settings
+    /// Timestamps between pictures, from `settings.framesPerSecond`.
+    private let interval: ClockTime
     private let logger: Logger
     private let lock = NSLock()
     /// The encoder's input while someone watches (under `lock`).
@@ -59,6 +61,7 @@ public final class PreviewTap: @unchecked Sendable {
     public init(settings: Settings = Settings(), logger: Logger = Logger(label: "allspark.preview")) {
         self.settings = settings
         self.logger = logger
+        interval = ClockTime(1e9 / settings.framesPerSecond)
     }
 
     public var watcherCount: Int { watchers.count }
@@ -67,7 +70,6 @@ public final class PreviewTap: @unchecked Sendable {
     /// Called with each recorded frame, after the privacy stage (streaming thread).
     func offer(_ frame: Sample) {
         guard let time = frame.presentationTime else { return }
-        let interval = ClockTime(1e9 / settings.framesPerSecond)
         let target: AppSource? = lock.withLock {
             // A restarted pipeline starts its timestamps again.
             guard let input, time >= nextDue || nextDue - time > 10 * interval else { return nil }

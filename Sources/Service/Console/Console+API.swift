@@ -28,8 +28,8 @@ extension Console {
                              framesPerSecond: (stats?.framesPerSecond ?? 0) > 0 ? stats?.framesPerSecond : nil,
                              privacy: config.privacy.faceBlur ? "faces pixelated (\(config.privacy.mode))" : "off: faces are recorded unblurred"),
             storage: .init(path: config.recording.storageDirectory, chunks: chunks.count,
-                           bytes: chunks.reduce(0) { $0 + $1.size }, bufferMaxBytes: tuning.bufferMaxBytes,
-                           diskFreeBytes: diskFreeBytes(), oldest: chunks.first.map { Date(timeIntervalSince1970: $0.start) },
+                           bytes: recorder?.catalog.totalBytes ?? 0, bufferMaxBytes: tuning.bufferMaxBytes,
+                           diskFreeBytes: StorageGuard.freeBytes(at: URL(fileURLWithPath: config.recording.storageDirectory)), oldest: chunks.first.map { Date(timeIntervalSince1970: $0.start) },
                            newest: chunks.last.map { Date(timeIntervalSince1970: $0.end) }),
             server: .init(state: link.map { Self.stateName($0.state) } ?? "none", scheme: scheme,
                           address: link?.address?.description))
@@ -43,19 +43,14 @@ extension Console {
         }
     }
 
-    func diskFreeBytes() -> Int64? {
-        let attributes = try? FileManager.default.attributesOfFileSystem(forPath: service.configuration.recording.storageDirectory)
-        return (attributes?[.systemFreeSize] as? NSNumber)?.int64Value
-    }
-
     func chunks(_ request: HTTPRequest) -> HTTPResponse {
         var from = -Double.infinity, to = Double.infinity
         for (name, value) in [("from", request.query["from"]), ("to", request.query["to"])] {
             guard let value else { continue }
-            guard let date = parseTime(value) else {
-                return error(422, "invalid_time", "\(name) must be ISO 8601 (2026-11-22T10:00:00Z) or epoch seconds (negative: seconds ago)", field: name)
+            guard let time = QueryTime.parse(value) else {
+                return error(422, "invalid_time", "\(name) must be \(QueryTime.expected)", field: name)
             }
-            if name == "from" { from = date.timeIntervalSince1970 } else { to = date.timeIntervalSince1970 }
+            if name == "from" { from = time } else { to = time }
         }
         let records = service.recorder?.catalog.chunks(from: from, to: to) ?? []
         return json(200, ChunksAnswer(chunks: records.map(Self.answer)))

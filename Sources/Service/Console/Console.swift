@@ -144,8 +144,7 @@ public final class Console {
         guard let body = try? ConsoleJSON.decoder.decode(Login.self, from: request.body) else {
             return error(400, "bad_request", "expected {\"password\": \"…\"}")
         }
-        if let origin = request.headers["origin"], let host = request.headers["host"],
-           URL(string: origin).map({ ($0.host ?? "") + ($0.port.map { ":\($0)" } ?? "") })?.lowercased() != host.lowercased() {
+        if auth.isCrossSite(request) {
             return error(403, "forbidden", "cross-site login refused")
         }
         switch auth.login(password: body.password, from: request.remoteAddress) {
@@ -169,15 +168,4 @@ public final class Console {
         return json(ok ? 200 : 503, Health(status: ok ? "ok" : "not_recording", recording: state.map { "\($0)" } ?? "stopped",
                                            reason: reason, server: server))
     }
-}
-
-/// Times in queries: ISO 8601, or epoch seconds (negative: that many seconds ago).
-func parseTime(_ text: String, now: Date = Date()) -> Date? {
-    if let seconds = Double(text) {
-        return seconds < 0 ? now.addingTimeInterval(seconds) : Date(timeIntervalSince1970: seconds)
-    }
-    let formatter = ISO8601DateFormatter()
-    if let date = formatter.date(from: text) { return date }
-    formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-    return formatter.date(from: text)
 }

@@ -72,8 +72,8 @@ final class ConsoleAuth {
     /// What proves `request` may be served, or why not.
     func check(_ request: HTTPRequest) -> Result<Proof, Refusal> {
         let changesState = !["GET", "HEAD", "OPTIONS"].contains(request.method)
-        if changesState, let origin = request.headers["origin"], !isSameOrigin(origin, host: request.headers["host"]) {
-            return .failure(.forbidden("cross-site request refused (Origin \(origin))"))
+        if changesState, isCrossSite(request) {
+            return .failure(.forbidden("cross-site request refused (Origin \(request.headers["origin"] ?? ""))"))
         }
         let authorization = request.headers["authorization"] ?? ""
         if authorization.lowercased().hasPrefix("bearer ") {
@@ -127,6 +127,12 @@ final class ConsoleAuth {
             if pair.count == 2, pair[0] == Self.cookieName { return pair[1] }
         }
         return nil
+    }
+
+    /// True when a browser says the request comes from a page of another site.
+    func isCrossSite(_ request: HTTPRequest) -> Bool {
+        guard let origin = request.headers["origin"] else { return false }
+        return !isSameOrigin(origin, host: request.headers["host"])
     }
 
     private func isSameOrigin(_ origin: String, host: String?) -> Bool {

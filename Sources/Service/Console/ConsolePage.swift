@@ -122,7 +122,7 @@ function startPreview() {
 function fill(dl, rows) {
   dl.replaceChildren(...rows.flatMap(([k, v]) => { const dt = document.createElement("dt"), dd = document.createElement("dd"); dt.textContent = k; dd.textContent = v; return [dt, dd]; }));
 }
-const mib = (b) => b >= 1073741824 ? (b / 1073741824).toFixed(1) + " GiB" : b >= 1048576 ? (b / 1048576).toFixed(1) + " MiB" : (b / 1024).toFixed(0) + " KiB";
+const size = (b) => b >= 1073741824 ? (b / 1073741824).toFixed(1) + " GiB" : b >= 1048576 ? (b / 1048576).toFixed(1) + " MiB" : (b / 1024).toFixed(0) + " KiB";
 async function refresh() {
   try {
     const s = await api("/api/v1/status");
@@ -134,7 +134,7 @@ async function refresh() {
       ["chunks", s.recording.video_format + ", " + s.recording.chunk_duration_ms / 1000 + " s"], ["privacy", s.recording.privacy],
       ["problem", s.recording.last_problem || "none"]]);
     fill($("server"), [["state", s.server.state + (s.server.scheme ? " (" + s.server.scheme + ")" : "")], ["address", s.server.address || "none"]]);
-    fill($("storage"), [["used", mib(s.storage.bytes) + " of " + mib(s.storage.buffer_max_bytes)], ["disk free", s.storage.disk_free_bytes != null ? mib(s.storage.disk_free_bytes) : "?"],
+    fill($("storage"), [["used", size(s.storage.bytes) + " of " + size(s.storage.buffer_max_bytes)], ["disk free", s.storage.disk_free_bytes != null ? size(s.storage.disk_free_bytes) : "?"],
       ["chunks", String(s.storage.chunks)], ["oldest", s.storage.oldest ? new Date(s.storage.oldest).toLocaleString() : "—"]]);
     const c = await api("/api/v1/chunks?from=-86400");
     const hours = new Map();
@@ -149,7 +149,7 @@ async function refresh() {
       const summary = document.createElement("summary"); summary.textContent = hour + " — " + list.length + " chunks"; details.append(summary);
       const ul = document.createElement("ul");
       for (const chunk of list) { const li = document.createElement("li"), a = document.createElement("a");
-        a.href = chunk.url; a.textContent = new Date(chunk.start).toLocaleTimeString() + " (" + chunk.duration_s.toFixed(1) + " s, " + mib(chunk.size_bytes) + ")";
+        a.href = chunk.url; a.textContent = new Date(chunk.start).toLocaleTimeString() + " (" + chunk.duration_s.toFixed(1) + " s, " + size(chunk.size_bytes) + ")";
         li.append(a); ul.append(li); }
       details.append(ul); return details;
     }));

@@ -81,10 +81,17 @@ public final class RecorderService {
         let recorder = try Recorder(config: configuration, makeProcessor: { try PrivacyStage.make(for: $0) })
         recorder.onStateChange = { [weak self] in self?.onRecorderStateChange?($0) }
         try recorder.start()
+        state = .running(connected(recorder))
+    }
+
+    /// The server link and discovery the configuration asks for, started, around `recorder`.
+    private func connected(_ recorder: Recorder) -> Parts {
         let link = ServerLinks.forRecording(configuration, recorder: recorder, logger: logger)
+        // No link: finished chunks are announced to no one (not to a link stopped before).
+        if link == nil { recorder.onChunkFinished = nil }
         link?.start()
         let discovery = DiscoveryService.start(for: configuration, link: link)
-        state = .running(Parts(recorder: recorder, link: link, discovery: discovery))
+        return Parts(recorder: recorder, link: link, discovery: discovery)
     }
 
     /// Re-reads the config file: recording settings change at the next
@@ -135,11 +142,7 @@ public final class RecorderService {
         configuration.server.host = host
         configuration.server.verifyTLS = verifyTLS
         logger.notice("server changed by \(who): \(host.isEmpty ? (configuration.server.discovery ? "no host, using discovery" : "no server") : host), verify_tls = \(verifyTLS)")
-        let link = ServerLinks.forRecording(configuration, recorder: parts.recorder, logger: logger)
-        if link == nil { parts.recorder.onChunkFinished = nil }
-        link?.start()
-        let discovery = DiscoveryService.start(for: configuration, link: link)
-        state = .running(Parts(recorder: parts.recorder, link: link, discovery: discovery))
+        state = .running(connected(parts.recorder))
         do {
             try ServerLinkStore(storageDirectory: configuration.recording.storageDirectory)
                 .save(host: host, verifyTLS: verifyTLS, by: who)
