@@ -103,13 +103,36 @@ public struct RecorderConfig: Equatable, Sendable {
 /// What can be re-tuned live without restarting capture.
 public struct RecordingTuning: Equatable, Sendable, Codable {
     public var videoFormat: VideoFormat
+    /// False: record no video (the server's `videoFormat` "none"); chunks stop from the next one.
+    public var recordsVideo: Bool
     public var chunkDurationMs: Int
     public var bufferMaxMB: Int
+    public var audioFormat: AudioFormat
+    public var timestampFormat: TimestampFormat
+    /// Frames per second asked of the source (nil: the pipeline's own rate).
+    public var framerate: Double?
 
-    public init(videoFormat: VideoFormat, chunkDurationMs: Int, bufferMaxMB: Int) {
+    public init(videoFormat: VideoFormat, chunkDurationMs: Int, bufferMaxMB: Int, recordsVideo: Bool = true,
+                audioFormat: AudioFormat = .none, timestampFormat: TimestampFormat = .none, framerate: Double? = nil) {
         self.videoFormat = videoFormat
+        self.recordsVideo = recordsVideo
         self.chunkDurationMs = chunkDurationMs
         self.bufferMaxMB = bufferMaxMB
+        self.audioFormat = audioFormat
+        self.timestampFormat = timestampFormat
+        self.framerate = framerate
+    }
+
+    // Settings kept by an earlier version lack the newer keys.
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(videoFormat: try c.decode(VideoFormat.self, forKey: .videoFormat),
+                  chunkDurationMs: try c.decode(Int.self, forKey: .chunkDurationMs),
+                  bufferMaxMB: try c.decode(Int.self, forKey: .bufferMaxMB),
+                  recordsVideo: try c.decodeIfPresent(Bool.self, forKey: .recordsVideo) ?? true,
+                  audioFormat: try c.decodeIfPresent(AudioFormat.self, forKey: .audioFormat) ?? .none,
+                  timestampFormat: try c.decodeIfPresent(TimestampFormat.self, forKey: .timestampFormat) ?? .none,
+                  framerate: try c.decodeIfPresent(Double.self, forKey: .framerate))
     }
 
     public var bufferMaxBytes: Int64 { Int64(bufferMaxMB) * 1024 * 1024 }
