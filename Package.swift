@@ -25,6 +25,7 @@ import PackageDescription
 // Tests mirror this (Tests/<layer>/<Target>Tests); Tests/Support holds the shared test libraries and helper executables.
 
 let logging = Target.Dependency.product(name: "Logging", package: "swift-log")
+let metrics = Target.Dependency.product(name: "CoreMetrics", package: "swift-metrics")
 
 let package = Package(
     name: "allspark-recorder",
@@ -37,6 +38,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         // PBKDF2 for the console password (_CryptoExtras), SHA-256.
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.0"),
+        // Counters and timers where events happen (swift-metrics), kept per service in a Prometheus
+        // registry that the console's /metrics writes out (swift-prometheus).
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.5.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.0.0"),
     ],
     targets: [
         // MARK: Platform
@@ -87,7 +92,7 @@ let package = Package(
         .target(name: "Recorder", dependencies: ["Storage", "RecorderCore", "GStreamerSupport", "GLibSupport", logging],
                 path: "Sources/Engine/Recorder"),
         .target(name: "FaceBlur",
-                dependencies: ["FaceDetectorSupport", "GStreamerSupport", "GLibSupport", "Recorder", "RecorderCore", logging],
+                dependencies: ["FaceDetectorSupport", "GStreamerSupport", "GLibSupport", "Recorder", "RecorderCore", logging, metrics],
                 path: "Sources/Engine/FaceBlur"),
 
         // MARK: Service
@@ -99,7 +104,8 @@ let package = Package(
                 path: "Sources/Service/Discovery"),
         .target(name: "RecorderService",
                 dependencies: ["AllSparkProtocol", "Recorder", "Storage", "RecorderCore", "FaceBlur", "ServerLink", "Discovery",
-                               "GLibSupport", "GStreamerSupport", logging],
+                               "GLibSupport", "GStreamerSupport", logging, metrics,
+                               .product(name: "Prometheus", package: "swift-prometheus")],
                 path: "Sources/Service/RecorderService"),
         .target(name: "Console",
                 dependencies: ["RecorderService", "AllSparkProtocol", "Recorder", "Storage", "RecorderCore", "ServerLink",

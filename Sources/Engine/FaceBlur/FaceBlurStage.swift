@@ -1,3 +1,4 @@
+import CoreMetrics
 import Foundation
 import GStreamerSupport
 import Logging
@@ -173,6 +174,8 @@ public final class FaceBlurStage: FrameProcessor {
         public var wholeSeconds = 0.0, tileSeconds = 0.0, followSeconds = 0.0
     }
     private var countersStorage = Counters()
+    /// The same counts for monitoring (`/metrics`), through swift-metrics.
+    private let metrics: StageMetrics
     /// The previous frame's block means and the estimator for its size, for
     /// the camera's motion. Streaming thread only: measured outside the lock,
     /// so detection threads never wait for it.
@@ -200,11 +203,15 @@ public final class FaceBlurStage: FrameProcessor {
 
     /// `makeDetector` builds one detector per detection thread (default:
     /// CenterFace from `settings.modelPath`); tests pass a wrapped one.
+    /// `metrics`: where the stage's counters and detection times go (the
+    /// service's Prometheus registry); none for the offline `blur` command.
     public init(settings: FaceBlurSettings, realTime: Bool, logger: Logger = Logger(label: "allspark.faceblur"),
+                metrics: MetricsFactory = NOOPMetricsHandler.instance,
                 makeDetector: ((FaceBlurSettings) throws -> any FaceDetecting)? = nil) throws {
         self.settings = settings
         self.realTime = realTime
         self.logger = logger
+        self.metrics = StageMetrics(factory: metrics)
         let make = makeDetector ?? { try FaceDetector(modelPath: $0.modelPath, threads: $0.threads) }
         detectors = try (0..<max(1, settings.workers)).map { _ in try make(settings) }
         runningWorkers = detectors.count
@@ -246,6 +253,7 @@ public final class FaceBlurStage: FrameProcessor {
         let shift = blocks.map { cameraShift(to: $0.0, width: $0.1, height: $0.2) } ?? (0, 0)
         condition.lock()
         countersStorage.frames += 1
+        metrics.frames.increment()
         let index = nextIndex
         nextIndex += 1
         var ready: [(Sample, Treatment)] = []
@@ -326,17 +334,23 @@ public final class FaceBlurStage: FrameProcessor {
             // (`planner!` below, not a local copy: a copy would make removing the oldest frame copy the delay line.)
             guard failure == nil, planner != nil else {
                 countersStorage.blackedOut += 1
+                metrics.blackedOut.increment()
                 ready.append((first.sample, .blackOut))
                 continue
             }
             let faces = planner!.regions(forFrame: first.index)
-            if !faces.isEmpty { countersStorage.framesWithFaces += 1 }
+            if !faces.isEmpty {
+                countersStorage.framesWithFaces += 1
+                metrics.framesWithFaces.increment()
+                metrics.facesHidden.increment(by: faces.count)
+            }
             var unconfirmed: [FaceRect] = []
             let cell = unconfirmedCell(height: first.height)
             if !settled {
                 // Late (or the end of the stream): hide what no search vouches for, not the whole frame.
                 unconfirmed = planner!.unconfirmedCells(first.index, cell: cell)
                 countersStorage.late += 1
+                metrics.late.increment()
                 let area = unconfirmed.reduce(0) { $0 + $1.width * $1.height } / Double(max(1, first.width * first.height))
                 countersStorage.unconfirmedArea += area
                 let n = countersStorage.late
@@ -374,6 +388,7 @@ public final class FaceBlurStage: FrameProcessor {
             } catch {
                 // A frame we cannot write is a frame we cannot vouch for: drop it.
                 let dropped = condition.withLock { () -> Int in countersStorage.dropped += 1; return countersStorage.dropped }
+                metrics.dropped.increment()
                 if dropped == 1 || dropped % 300 == 0 {
                     logger.critical("cannot anonymise frames (\(error)); dropped \(dropped) so far")
                 }
@@ -458,7 +473,9 @@ public final class FaceBlurStage: FrameProcessor {
                                         input: job.pass.input, keepAspect: job.pass.keepAspect, threshold: settings.threshold)
                 }
             }
-            let seconds = Double(Self.now() - started) / 1e9
+            let elapsed = Self.now() - started
+            let seconds = Double(elapsed) / 1e9
+            metrics.detection(job.pass.kind).recordNanoseconds(Int64(elapsed))
 
             condition.lock()
             countersStorage.detectionSeconds += seconds
@@ -516,6 +533,35 @@ public final class FaceBlurStage: FrameProcessor {
         } catch {
             fail("cannot read a frame for detection: \(error)")
             return nil
+        }
+    }
+}
+
+/// The privacy stage's counts as swift-metrics counters and timers. The
+/// handles are made once: making one per frame would cost a registry lookup.
+struct StageMetrics {
+    let frames, framesWithFaces, facesHidden, blackedOut, late, dropped: CoreMetrics.Counter
+    let wholeFrame, tile, follow: CoreMetrics.Timer
+
+    init(factory: MetricsFactory) {
+        func counter(_ name: String) -> CoreMetrics.Counter { CoreMetrics.Counter(label: "allspark_privacy_\(name)_total", factory: factory) }
+        frames = counter("frames")
+        framesWithFaces = counter("frames_with_faces")
+        facesHidden = counter("faces_hidden")
+        blackedOut = counter("frames_blacked_out")
+        late = counter("frames_late")
+        dropped = counter("frames_dropped")
+        func timer(_ pass: String) -> CoreMetrics.Timer {
+            CoreMetrics.Timer(label: "allspark_face_detection_seconds", dimensions: [("pass", pass)], preferredDisplayUnit: .seconds, factory: factory)
+        }
+        (wholeFrame, tile, follow) = (timer("whole"), timer("tile"), timer("follow"))
+    }
+
+    func detection(_ kind: DetectionPlanner.Kind) -> CoreMetrics.Timer {
+        switch kind {
+        case .whole: return wholeFrame
+        case .tile: return tile
+        case .follow: return follow
         }
     }
 }

@@ -238,32 +238,27 @@ extension Console {
 
     // MARK: Metrics
 
-    /// Prometheus text format, version 0.0.4.
+    /// Prometheus text format, version 0.0.4: the service's registry, with
+    /// what the recorder, the storage and the link keep read into it now.
     func metrics() -> HTTPResponse {
         let s = status()
-        var lines: [String] = []
-        func metric(_ name: String, _ type: String, _ help: String, _ value: Double?) {
-            guard let value else { return }
-            lines.append("# HELP allspark_\(name) \(help)")
-            lines.append("# TYPE allspark_\(name) \(type)")
-            lines.append("allspark_\(name) \(value)")
-        }
-        metric("recording", "gauge", "1 while frames reach the chunks.", s.recording.state == "recording" ? 1 : 0)
-        metric("frames_captured_total", "counter", "Frames captured since the service started.", Double(s.recording.framesCaptured))
-        metric("frames_recorded_total", "counter", "Frames written to chunks since the service started.", Double(s.recording.framesRecorded))
-        metric("chunks_recorded_total", "counter", "Chunks finished since the service started.", Double(s.recording.chunksRecorded))
-        metric("storage_chunks", "gauge", "Chunks in the storage folder.", Double(s.storage.chunks))
-        metric("storage_bytes", "gauge", "Bytes of chunks in the storage folder.", Double(s.storage.bytes))
-        metric("storage_buffer_max_bytes", "gauge", "The ring buffer's size limit.", Double(s.storage.bufferMaxBytes))
-        metric("disk_free_bytes", "gauge", "Free bytes on the storage folder's disk.", s.storage.diskFreeBytes.map(Double.init))
-        metric("server_connected", "gauge", "1 while connected to the AllSpark server.", s.server.state == "connected" ? 1 : 0)
+        let m = service.metrics
+        m.gauge("recording", "1 while frames reach the chunks.", s.recording.state == "recording" ? 1 : 0)
+        m.counter("frames_captured_total", "Frames captured since the service started.", total: s.recording.framesCaptured)
+        m.counter("frames_recorded_total", "Frames written to chunks since the service started.", total: s.recording.framesRecorded)
+        m.counter("chunks_recorded_total", "Chunks finished since the service started.", total: s.recording.chunksRecorded)
+        m.gauge("storage_chunks", "Chunks in the storage folder.", Double(s.storage.chunks))
+        m.gauge("storage_bytes", "Bytes of chunks in the storage folder.", Double(s.storage.bytes))
+        m.gauge("storage_buffer_max_bytes", "The ring buffer's size limit.", Double(s.storage.bufferMaxBytes))
+        m.gauge("disk_free_bytes", "Free bytes on the storage folder's disk.", s.storage.diskFreeBytes.map(Double.init))
+        m.gauge("server_connected", "1 while connected to the AllSpark server.", s.server.state == "connected" ? 1 : 0)
         if let queue = service.link?.uploadQueue {
-            metric("uploads_waiting", "gauge", "Chunks waiting to be uploaded or being uploaded.", Double(queue.waiting.count + (queue.inFlight == nil ? 0 : 1)))
-            metric("uploads_finished_ok_total", "counter", "Uploads the server confirmed since the service started.", Double(queue.finishedOK))
-            metric("uploads_finished_failed_total", "counter", "Uploads given up since the service started.", Double(queue.finishedFailed))
+            m.gauge("uploads_waiting", "Chunks waiting to be uploaded or being uploaded.", Double(queue.waiting.count + (queue.inFlight == nil ? 0 : 1)))
+            m.counter("uploads_finished_ok_total", "Uploads the server confirmed since the service started.", total: queue.finishedOK)
+            m.counter("uploads_finished_failed_total", "Uploads given up since the service started.", total: queue.finishedFailed)
         }
-        metric("uptime_seconds", "gauge", "Seconds since the console started.", Date().timeIntervalSince(startedAt).rounded())
+        m.gauge("uptime_seconds", "Seconds since the console started.", Date().timeIntervalSince(startedAt).rounded())
         return HTTPResponse(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")],
-                            body: .data(Data((lines.joined(separator: "\n") + "\n").utf8)))
+                            body: .data(Data(m.text().utf8)))
     }
 }

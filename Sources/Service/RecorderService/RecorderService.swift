@@ -46,6 +46,8 @@ public final class RecorderService {
     /// The config the service started with (the recorder owns the values that change while running).
     public private(set) var configuration: RecorderConfig
     public private(set) var state: State = .idle
+    /// The service's monitoring numbers (the console's `/metrics`).
+    public let metrics = ServiceMetrics()
     /// Called on the main loop whenever the recorder's state changes.
     public var onRecorderStateChange: ((Recorder.State) -> Void)?
     private let logger: Logger
@@ -78,7 +80,8 @@ public final class RecorderService {
         if !configuration.privacy.faceBlur {
             logger.warning("privacy.face_blur = false: faces are recorded unblurred")
         }
-        let recorder = try Recorder(config: configuration, makeProcessor: { try PrivacyStage.make(for: $0) })
+        let metricsFactory = metrics.factory
+        let recorder = try Recorder(config: configuration, makeProcessor: { try PrivacyStage.make(for: $0, metrics: metricsFactory) })
         recorder.onStateChange = { [weak self] in self?.onRecorderStateChange?($0) }
         try recorder.start()
         state = .running(connected(recorder))

@@ -209,8 +209,8 @@ final class ConsoleContractTests: XCTestCase {
         XCTAssertEqual(done["finished_failed_total"] as? Int, 1)
         XCTAssertEqual(Set(server.uploads.map(\.filename)), Set(expected.dropFirst()))
         let metrics = try request("/metrics", auth).text
-        XCTAssertTrue(metrics.contains("allspark_uploads_finished_ok_total \(Double(expected.count - 1))"), metrics)
-        XCTAssertTrue(metrics.contains("allspark_uploads_finished_failed_total 1.0"), metrics)
+        XCTAssertTrue(metrics.contains("allspark_uploads_finished_ok_total \(expected.count - 1)\n"), metrics)
+        XCTAssertTrue(metrics.contains("allspark_uploads_finished_failed_total 1\n"), metrics)
         XCTAssertTrue(metrics.contains("allspark_uploads_waiting 0.0"), metrics)
 
         // From the third chunk into the future: sent one at a time, the first never answered.

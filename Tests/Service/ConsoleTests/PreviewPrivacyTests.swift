@@ -38,8 +38,9 @@ final class PreviewPrivacyTests: XCTestCase {
         }.map(\.rect)
     }
 
-    /// Records `clip` live with the console on and returns the preview pictures a viewer got in `seconds`.
-    func previewPictures(of clip: URL, faceBlur: Bool, seconds: Double) throws -> [RawImage] {
+    /// Records `clip` live with the console on and returns the preview pictures a viewer got in `seconds`,
+    /// and the console's metrics at the end.
+    func previewPictures(of clip: URL, faceBlur: Bool, seconds: Double) throws -> (pictures: [RawImage], metrics: String) {
         let dir = TemporaryDirectory()
         let config = dir.file("recorder.toml")
         try """
@@ -74,13 +75,20 @@ final class PreviewPrivacyTests: XCTestCase {
         let stream = dir.file("preview.mjpeg")
         _ = try runWhileServing("/usr/bin/curl", ["-s", "-u", "admin:preview test password", "--max-time", "\(seconds)", "-o", stream.path,
                                                   "http://127.0.0.1:\(console.port)/api/v1/preview.mjpeg"], timeout: seconds + 10)
+        let metrics = try runWhileServing("/usr/bin/curl", ["-s", "-u", "admin:preview test password",
+                                                            "http://127.0.0.1:\(console.port)/metrics"], timeout: 10).output
         var pictures: [RawImage] = []
         for (i, jpeg) in try jpegParts(of: Data(contentsOf: stream)).enumerated() {
             let file = dir.file("picture-\(i).jpg")
             try jpeg.write(to: file)
             pictures += try decodeFrames(file)
         }
-        return pictures
+        return (pictures, metrics)
+    }
+
+    /// The value of the metric line that starts with `name` (labels included), if any.
+    func metric(_ name: String, in text: String) -> Double? {
+        text.split(separator: "\n").first { $0.hasPrefix(name + " ") }.flatMap { Double($0.split(separator: " ").last!) }
     }
 
     /// The JPEG pictures of a multipart/x-mixed-replace body, by each part's Content-Length.
@@ -104,15 +112,25 @@ final class PreviewPrivacyTests: XCTestCase {
         let dir = TemporaryDirectory()
         let clip = try faceClip(in: dir)
         // Face detection keeps both cores busy: the preview gets what is left, never more than its 10 pictures/s.
-        let blurred = try previewPictures(of: clip, faceBlur: true, seconds: 5)
+        let (blurred, metrics) = try previewPictures(of: clip, faceBlur: true, seconds: 5)
         XCTAssertGreaterThan(blurred.count, 8, "the preview played")
         for (i, picture) in blurred.enumerated() {
             XCTAssertEqual(try faces(in: picture), [], "preview picture \(i) shows a face")
         }
+        // The privacy stage's own counts reach /metrics: it saw the face and hid it.
+        let frames = try XCTUnwrap(metric("allspark_privacy_frames_total", in: metrics), metrics)
+        XCTAssertGreaterThan(frames, 20, metrics)
+        XCTAssertGreaterThan(metric("allspark_privacy_frames_with_faces_total", in: metrics) ?? 0, 0, metrics)
+        XCTAssertGreaterThanOrEqual(metric("allspark_privacy_faces_hidden_total", in: metrics) ?? 0,
+                                    metric("allspark_privacy_frames_with_faces_total", in: metrics) ?? .infinity, metrics)
+        XCTAssertEqual(metric("allspark_privacy_frames_blacked_out_total", in: metrics), 0, metrics)
+        XCTAssertGreaterThan(metric(#"allspark_face_detection_seconds_count{pass="whole"}"#, in: metrics) ?? 0, 0, metrics)
+        XCTAssertGreaterThan(metric("allspark_frames_captured_total", in: metrics) ?? 0, 0, metrics)
         // The control: the same scene without the privacy stage shows the face in the preview.
-        let plain = try previewPictures(of: clip, faceBlur: false, seconds: 2)
+        let (plain, plainMetrics) = try previewPictures(of: clip, faceBlur: false, seconds: 2)
         XCTAssertGreaterThan(plain.count, 5)
         let withFace = try plain.filter { try !faces(in: $0).isEmpty }.count
         XCTAssertGreaterThan(withFace, plain.count / 2, "the detector sees the face in an unblurred preview")
+        XCTAssertNil(metric("allspark_privacy_frames_total", in: plainMetrics), "no privacy stage, no counts of one")
     }
 }

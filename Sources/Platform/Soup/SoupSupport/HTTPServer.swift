@@ -92,8 +92,12 @@ public final class HTTPStream {
         let onFinished: () -> Void = { [weak self] in self?.closed() }
         handlers.append(g_signal_connect_data(UnsafeMutableRawPointer(message), "wrote-chunk", unsafeBitCast(wrote, to: GCallback.self),
                                               CallbackBox(onWrote).retainedPointer, { p, _ in CallbackBox<() -> Void>.release(p) }, GConnectFlags(rawValue: 0)))
-        handlers.append(g_signal_connect_data(UnsafeMutableRawPointer(message), "finished", unsafeBitCast(wrote, to: GCallback.self),
-                                              CallbackBox(onFinished).retainedPointer, { p, _ in CallbackBox<() -> Void>.release(p) }, GConnectFlags(rawValue: 0)))
+        // A client that goes away mid-answer may be reported as "disconnected" before (or
+        // instead of) "finished"; after either, the message has no I/O left to unpause.
+        for signal in ["finished", "disconnected"] {
+            handlers.append(g_signal_connect_data(UnsafeMutableRawPointer(message), signal, unsafeBitCast(wrote, to: GCallback.self),
+                                                  CallbackBox(onFinished).retainedPointer, { p, _ in CallbackBox<() -> Void>.release(p) }, GConnectFlags(rawValue: 0)))
+        }
     }
 
     deinit {
