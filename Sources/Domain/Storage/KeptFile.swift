@@ -25,11 +25,12 @@ public struct KeptFile<Value: Codable> {
         return try? JSONDecoder().decode(Value.self, from: data)
     }
 
-    public func save(_ value: Value) throws {
+    /// `permissions`: 0o600 for a secret (the password's hash); the folder's other files are 0o644.
+    public func save(_ value: Value, permissions: mode_t = 0o644) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         let data = try encoder.encode(value)
         try FileManager.default.createDirectory(at: folder.directory, withIntermediateDirectories: true)
-        try folder.writeAtomically(data, as: name)
+        try folder.writeAtomically(data, as: name, permissions: permissions)
     }
 }

@@ -140,9 +140,10 @@ public struct StorageFolder: Sendable {
     /// Replaces `name` with `data` all at once: written to a temporary file
     /// created exclusively beside it, flushed, then renamed over `name` (which
     /// replaces a link planted there rather than writing through it).
-    public func writeAtomically(_ data: Data, as name: String) throws {
+    /// `permissions`: the file's mode (0o600 for a secret), set before a byte is written.
+    public func writeAtomically(_ data: Data, as name: String, permissions: mode_t = 0o644) throws {
         let target = try path(name)
-        let (fd, temporary) = try Self.createExclusive(in: directory.path) { Self.temporaryName(for: name, random: $0) }
+        let (fd, temporary) = try Self.createExclusive(in: directory.path, permissions: permissions) { Self.temporaryName(for: name, random: $0) }
         var ok = false
         defer {
             close(fd)
@@ -237,11 +238,13 @@ public struct StorageFolder: Sendable {
     /// Creates a new file in `directory` named by `name(random)`, exclusively
     /// (`O_EXCL`: an existing file or link of that name is never opened),
     /// trying a few random suffixes. Returns the open descriptor and the path.
-    public static func createExclusive(in directory: String, named name: (String) -> String) throws -> (Int32, String) {
+    public static func createExclusive(in directory: String, permissions: mode_t = 0o644,
+                                       named name: (String) -> String) throws -> (Int32, String) {
         var lastError: Int32 = 0
         for _ in 0..<8 {
             let path = URL(fileURLWithPath: directory).appendingPathComponent(name(randomSuffix())).path
-            let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
+            let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, permissions)
+            // Set at creation, before a byte is written (the umask can only narrow it).
             if fd >= 0 { return (fd, path) }
             lastError = errno
             if lastError != EEXIST { break }

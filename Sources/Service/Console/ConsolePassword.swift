@@ -42,7 +42,8 @@ public struct ConsolePassword {
         let record = Record(algorithm: "pbkdf2-sha256", iterations: Self.iterations,
                             salt: Data(salt).base64EncodedString(),
                             hash: try Self.derive(password, salt: Data(salt), iterations: Self.iterations).base64EncodedString())
-        try file.save(record)
+        // Only the service's user may read even the salted hash.
+        try file.save(record, permissions: 0o600)
     }
 
     /// Generates, stores and returns a password when none is set; nil when one is.

@@ -46,6 +46,9 @@ final class ConsoleTests: XCTestCase {
     }
 
     func testEveryWayInIsCheckedAndOnlyHealthIsOpen() throws {
+        let hash = storage.file("chunks").appendingPathComponent(StorageLayout.consolePasswordFileName).path
+        let mode = try XCTUnwrap(FileManager.default.attributesOfItem(atPath: hash)[.posixPermissions] as? Int)
+        XCTAssertEqual(mode & 0o777, 0o600, "only the service's user reads the password's hash")
         XCTAssertEqual(try request("/healthz").status, 200, "health needs no password")
         XCTAssertEqual(try request("/api/v1/status").status, 401)
         XCTAssertEqual(try request("/metrics").status, 401)
