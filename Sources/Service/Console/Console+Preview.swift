@@ -10,8 +10,14 @@ extension Console {
     static let boundary = "allsparkframe"
     static let maximumViewers = 10
 
+    /// The preview of a recorder that runs (or waits for its source); nil when it is stopped.
+    private var runningPreview: PreviewTap? {
+        guard let recorder = service.recorder, recorder.state != .stopped, recorder.state != .stopping else { return nil }
+        return recorder.preview
+    }
+
     func previewStream() -> HTTPResponse {
-        guard let preview = service.recorder?.preview else { return error(503, "not_recording", "the recorder is not running") }
+        guard let preview = runningPreview else { return error(503, "not_recording", "the recorder is not running") }
         guard preview.watcherCount < Self.maximumViewers else {
             return error(503, "too_many_viewers", "at most \(Self.maximumViewers) live viewers at once")
         }
@@ -41,7 +47,9 @@ extension Console {
 
     /// One picture: the latest if it is fresh, else the next one made (within a few seconds).
     func snapshot() -> HTTPResponse {
-        guard let preview = service.recorder?.preview else { return error(503, "not_recording", "the recorder is not running") }
+        guard let preview = runningPreview else { return error(503, "not_recording", "the recorder is not running") }
+        let noPicture = (try? JSONEncoder().encode(ErrorAnswer(error: .init(
+            code: "not_recording", message: "no picture came from the recorder in time", field: nil, allowed: nil)))) ?? Data()
         return HTTPResponse(status: 200, headers: [("Content-Type", "image/jpeg"), ("Cache-Control", "no-store")],
                             body: .stream { [weak self] stream in
             var token: PreviewTap.Token?
@@ -50,7 +58,7 @@ extension Console {
                 timer?.cancel()
                 if let token { preview.stopWatching(token) }
                 token = nil
-                stream.fail(status: 503)   // a picture was written: finishes as it is
+                stream.fail(status: 503, contentType: "application/json", body: noPicture)   // a picture was written: finishes as it is
             }
             do {
                 token = try preview.watch { picture in

@@ -303,7 +303,7 @@ enum ConsoleOpenAPI {
       "Gone": { "description": "The chunk is catalogued but cannot be read any more (error code gone).", "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Error" } } } },
       "NoServer": { "description": "No AllSpark server is configured or discovered (error code no_server).", "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Error" } } } },
       "Invalid": { "description": "A value is not allowed; field names it and allowed lists what is (error codes invalid_value, invalid_time, unknown_field).", "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Error" } } } },
-      "NotRecording": { "description": "The recorder is not running (error code not_recording), or too many viewers (too_many_viewers). A snapshot that started but got no picture in time ends with an empty 503.", "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Error" } } } },
+      "NotRecording": { "description": "The recorder is not running (error code not_recording), or too many viewers (too_many_viewers). A snapshot that got no picture in time says so the same way (not_recording).", "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Error" } } } },
       "TooManyAttempts": {
         "description": "Too many failed logins from this address (error code too_many_attempts).",
         "headers": { "Retry-After": { "description": "Seconds to wait.", "schema": { "type": "integer" } } },

@@ -12,13 +12,14 @@ struct ConsoleAnswer {
 }
 
 /// One request with curl (a real client, in its own process) while the main
-/// loop serves; `arguments` are curl's (headers, method, data).
-func consoleRequest(_ base: String, _ path: String, _ arguments: [String] = []) throws -> ConsoleAnswer {
+/// loop serves; `arguments` are curl's (headers, method, data). `endless`: the
+/// answer is a stream that curl's `--max-time` cuts (curl's exit 28 is expected).
+func consoleRequest(_ base: String, _ path: String, _ arguments: [String] = [], endless: Bool = false) throws -> ConsoleAnswer {
     let scratch = TemporaryDirectory()
     let headers = scratch.file("headers"), body = scratch.file("body")
     let (status, output) = try runWhileServing("/usr/bin/curl", ["-s", "-D", headers.path, "-o", body.path, "-w", "%{http_code}"]
                                                + arguments + [base + path], timeout: 30)
-    XCTAssertEqual(status, 0, "curl: \(output)")
+    XCTAssertEqual(status, endless ? 28 : 0, "curl: \(output)")
     var parsed: [String: String] = [:]
     for line in ((try? String(contentsOf: headers, encoding: .utf8)) ?? "").split(separator: "\r\n") {
         guard let colon = line.firstIndex(of: ":") else { continue }

@@ -30,8 +30,8 @@ final class ConsoleContractTests: XCTestCase {
         allSpark = nil
     }
 
-    func request(_ path: String, _ arguments: [String] = []) throws -> ConsoleAnswer {
-        try consoleRequest(fixture.base, path, arguments)
+    func request(_ path: String, _ arguments: [String] = [], endless: Bool = false) throws -> ConsoleAnswer {
+        try consoleRequest(fixture.base, path, arguments, endless: endless)
     }
 
     func contract() throws -> OpenAPIContract {
@@ -44,8 +44,8 @@ final class ConsoleContractTests: XCTestCase {
     /// Asks, expects `status`, and checks the answer against the document.
     @discardableResult
     func check(_ contract: OpenAPIContract, _ method: String, _ path: String, _ arguments: [String] = [], expect status: Int,
-               file: StaticString = #filePath, line: UInt = #line) throws -> ConsoleAnswer {
-        let answer = try request(path, ["-X", method] + arguments)
+               endless: Bool = false, file: StaticString = #filePath, line: UInt = #line) throws -> ConsoleAnswer {
+        let answer = try request(path, ["-X", method] + arguments, endless: endless)
         XCTAssertEqual(answer.status, status, "\(method) \(path): \(answer.text)", file: file, line: line)
         let problems = contract.problems(method: method, path: path, status: answer.status,
                                          contentType: answer.headers["content-type"], body: answer.body)
@@ -136,6 +136,38 @@ final class ConsoleContractTests: XCTestCase {
         try check(contract, "GET", "/metrics", auth, expect: 200)
         try check(contract, "GET", "/api/v1/snapshot.jpg", auth, expect: 200)
         try check(contract, "POST", "/api/v1/logout", ["-H", "Cookie: \(cookie)", "-H", "X-CSRF-Token: \(csrf)"], expect: 204)
+
+        // The live stream, cut by the client after 2 s: parts of the documented boundary, each a JPEG.
+        let stream = try check(contract, "GET", "/api/v1/preview.mjpeg", auth + ["--max-time", "2"], expect: 200, endless: true)
+        XCTAssertTrue(stream.headers["content-type"]?.contains("boundary=allsparkframe") == true, "\(stream.headers)")
+        XCTAssertTrue(stream.text.hasPrefix("--allsparkframe\r\nContent-Type: image/jpeg\r\n"), String(stream.text.prefix(80)))
+        XCTAssertGreaterThan(stream.text.components(separatedBy: "--allsparkframe").count, 2, "more than one picture in 2 s")
+
+        // A catalogued chunk whose file went away (removed behind the recorder's back).
+        let lost = try XCTUnwrap(service.recorder?.catalog.all.last)
+        try FileManager.default.removeItem(at: fixture.storage.file("chunks").appendingPathComponent(lost.file))
+        try check(contract, "GET", "/api/v1/chunks/\(lost.file)", auth, expect: 410)
+
+        // Not recording any more: health, the picture and the stream say so.
+        var stopped = false
+        service.stop(reason: "test") { stopped = true }
+        XCTAssertTrue(waitOnMainLoop(20) { stopped })
+        try check(contract, "GET", "/healthz", expect: 503)
+        try check(contract, "GET", "/api/v1/snapshot.jpg", auth, expect: 503)
+        try check(contract, "GET", "/api/v1/preview.mjpeg", auth, expect: 503)
+
+        // Failed logins until the address is made to wait.
+        var throttled: ConsoleAnswer?
+        for _ in 0..<6 where throttled == nil {
+            let answer = try request("/api/v1/login", ["-X", "POST", "--data", #"{"password":"wrong"}"#])
+            if answer.status == 429 { throttled = answer }
+        }
+        let waitAnswer = try XCTUnwrap(throttled, "failed logins are slowed down")
+        XCTAssertEqual(contract.problems(method: "POST", path: "/api/v1/login", status: 429,
+                                         contentType: waitAnswer.headers["content-type"], body: waitAnswer.body), [])
+        XCTAssertNotNil(Int(waitAnswer.headers["retry-after"] ?? ""), "\(waitAnswer.headers)")
+        // Scripts too, with any other password (a header already proven right stays let in: it needs no guess).
+        try check(contract, "GET", "/api/v1/status", ["-u", "admin:another guess"], expect: 429)
     }
 
     /// The checks can fail: wrong shapes and a broken document are caught.

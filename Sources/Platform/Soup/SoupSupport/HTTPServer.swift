@@ -123,11 +123,16 @@ public final class HTTPStream {
         return true
     }
 
-    /// Answers `status` with an empty body instead, when nothing was written yet.
-    public func fail(status: Int) {
+    /// Answers `status` with `body` (of `contentType`) instead, when nothing was
+    /// written yet; otherwise ends the answer as it is.
+    public func fail(status: Int, contentType: String, body: Data) {
         MainLoop.preconditionOnLoop()
         guard !isClosed, !wroteAny else { return finish() }
         soup_server_message_set_status(message, guint(status), nil)
+        soup_message_headers_replace(soup_server_message_get_response_headers(message), "Content-Type", contentType)
+        body.withUnsafeBytes { raw in
+            soup_message_body_append(soup_server_message_get_response_body(message), SOUP_MEMORY_COPY, raw.baseAddress, gsize(raw.count))
+        }
         finish()
     }
 
