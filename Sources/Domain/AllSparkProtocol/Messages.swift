@@ -56,7 +56,7 @@ public enum ServerMessage: Equatable, Sendable {
                 return .success(.uploadTimeRange(start: start, end: end, message: message))
             case "record":
                 let duration = number(json["duration"]).flatMap { $0.isFinite && $0 > 0 ? $0 : nil }
-                return .success(.record(message: message, duration: duration, autoUpload: json["autoUpload"] as? Bool ?? false))
+                return .success(.record(message: message, duration: duration, autoUpload: jsonBool(json["autoUpload"]) ?? false))
             default:
                 return .success(.otherCommand(name: command))
             }
@@ -122,9 +122,21 @@ public struct ClientConfigUpdate: Equatable, Sendable {
 /// A JSON number, not a boolean. JSONSerialization hands both out as
 /// NSNumber, and on Linux `0 is Bool` and `1 is Bool` are true, so the
 /// boolean is told apart by its storage type ("c"), not by a cast.
-func jsonNumber(_ value: Any?) -> NSNumber? {
+public func jsonNumber(_ value: Any?) -> NSNumber? {
     guard let n = value as? NSNumber, String(cString: n.objCType) != "c" else { return nil }
     return n
+}
+
+/// A JSON `true` or `false`, not a number (`value as? Bool` takes 0 and 1 too).
+public func jsonBool(_ value: Any?) -> Bool? {
+    guard let n = value as? NSNumber, String(cString: n.objCType) == "c" else { return nil }
+    return n.boolValue
+}
+
+/// A JSON number that is a whole number, not a boolean (`value as? Int` takes `true`).
+public func jsonInteger(_ value: Any?) -> Int? {
+    guard let n = jsonNumber(value), n.doubleValue.rounded() == n.doubleValue, abs(n.doubleValue) < 1e15 else { return nil }
+    return n.intValue
 }
 
 /// Messages the recorder sends.

@@ -160,13 +160,13 @@ extension Console {
                 }
                 tuning.videoFormat = format
             case "chunk_duration_ms":
-                guard let number = value as? Int, ConfigLimits.chunkDurationMs.contains(number) else {
+                guard let number = jsonInteger(value), ConfigLimits.chunkDurationMs.contains(number) else {
                     return error(422, "invalid_value", "chunk_duration_ms must be a whole number from \(ConfigLimits.chunkDurationMs.lowerBound) to \(ConfigLimits.chunkDurationMs.upperBound)",
                                  field: key, allowed: ["\(ConfigLimits.chunkDurationMs.lowerBound)...\(ConfigLimits.chunkDurationMs.upperBound)"])
                 }
                 tuning.chunkDurationMs = number
             case "buffer_max_mb":
-                guard let number = value as? Int, (bounds.minBufferMB...bounds.maxBufferMB).contains(number) else {
+                guard let number = jsonInteger(value), (bounds.minBufferMB...bounds.maxBufferMB).contains(number) else {
                     return error(422, "invalid_value", "buffer_max_mb must be a whole number from \(bounds.minBufferMB) to \(bounds.maxBufferMB) (the box's [server] bounds)",
                                  field: key, allowed: ["\(bounds.minBufferMB)...\(bounds.maxBufferMB)"])
                 }

@@ -36,10 +36,11 @@ extension Console {
     /// host disconnects (or, with discovery on, leaves the choice to it).
     func patchServerLink(_ request: HTTPRequest) -> HTTPResponse {
         guard let object = (try? JSONSerialization.jsonObject(with: request.body)) as? [String: Any] else {
-            return error(400, "bad_request", "expected {\"host\": \"host:port\" or \"\", \"verify_tls\": true or false}")
+            return error(400, "bad_request", "expected {\"host\": \"host:port\" or \"\", \"verify_tls\": true or false, \"discovery\": true or false}")
         }
         var host = service.configuration.server.host
         var verifyTLS = service.configuration.server.verifyTLS
+        var discovery = service.configuration.server.discovery
         for (key, value) in object {
             switch key {
             case "host":
@@ -48,16 +49,21 @@ extension Console {
                 }
                 host = text.trimmingCharacters(in: .whitespaces)
             case "verify_tls":
-                guard let flag = value as? Bool else {
+                guard let flag = jsonBool(value) else {
                     return error(422, "invalid_value", "verify_tls must be true or false", field: key, allowed: ["true", "false"])
                 }
                 verifyTLS = flag
+            case "discovery":
+                guard let flag = jsonBool(value) else {
+                    return error(422, "invalid_value", "discovery must be true or false", field: key, allowed: ["true", "false"])
+                }
+                discovery = flag
             default:
-                return error(422, "unknown_field", "\(loggable(key)) is not a server setting", field: loggable(key), allowed: ["host", "verify_tls"])
+                return error(422, "unknown_field", "\(loggable(key)) is not a server setting", field: loggable(key), allowed: ["host", "verify_tls", "discovery"])
             }
         }
         do {
-            try service.changeServer(host: host, verifyTLS: verifyTLS, by: "the console from \(request.remoteAddress)")
+            try service.changeServer(host: host, verifyTLS: verifyTLS, discovery: discovery, by: "the console from \(request.remoteAddress)")
         } catch let problem as ServerAddressError {
             return error(422, "invalid_value", loggable(problem.description), field: "host")
         } catch {

@@ -220,6 +220,37 @@ enum ConsoleOpenAPI {
         }
       }
     },
+    "/api/v1/server": {
+      "get": {
+        "operationId": "getServer",
+        "summary": "The AllSpark server the recorder talks to, as chosen, and how the link is doing.",
+        "responses": {
+          "200": { "description": "The server link.", "content": { "application/json": { "schema": { "$ref": "#/components/schemas/ServerLink" } } } },
+          "401": { "$ref": "#/components/responses/Unauthorized" },
+          "429": { "$ref": "#/components/responses/TooManyAttempts" }
+        }
+      },
+      "patch": {
+        "operationId": "changeServer",
+        "summary": "Chooses the server: a host (or \"\" for none), whether to verify its certificate, and whether an empty host means the server discovery picks. Kept for the next start, over the config file. Uploads waiting for the old server are dropped.",
+        "requestBody": { "required": true, "content": { "application/json": { "schema": {
+          "type": "object", "additionalProperties": false,
+          "properties": {
+            "host": { "type": "string", "description": "host:port, [v6addr]:port, ws://… or wss://…; \"\" for none." },
+            "verify_tls": { "type": "boolean" },
+            "discovery": { "type": "boolean", "description": "With no host: connect to a server found with Avahi (_allspark._tcp)." }
+          } } } } },
+        "responses": {
+          "200": { "description": "The server link after the change.", "content": { "application/json": { "schema": { "$ref": "#/components/schemas/ServerLink" } } } },
+          "400": { "$ref": "#/components/responses/BadRequest" },
+          "401": { "$ref": "#/components/responses/Unauthorized" },
+          "403": { "$ref": "#/components/responses/Forbidden" },
+          "422": { "$ref": "#/components/responses/Invalid" },
+          "429": { "$ref": "#/components/responses/TooManyAttempts" },
+          "503": { "$ref": "#/components/responses/NotRecording" }
+        }
+      }
+    },
     "/api/v1/servers": {
       "get": {
         "operationId": "servers",
@@ -585,6 +616,19 @@ enum ConsoleOpenAPI {
           },
           "finished_ok_total": { "type": "integer" },
           "finished_failed_total": { "type": "integer" }
+        }
+      },
+      "ServerLink": {
+        "type": "object",
+        "required": ["host", "verify_tls", "discovery", "state"],
+        "additionalProperties": false,
+        "properties": {
+          "host": { "type": "string", "description": "server.host as configured or last chosen; \"\" for none." },
+          "verify_tls": { "type": "boolean" },
+          "discovery": { "type": "boolean" },
+          "state": { "type": "string", "enum": ["none", "disconnected", "connecting", "connected"] },
+          "scheme": { "type": "string", "enum": ["ws", "wss"], "description": "While connected." },
+          "address": { "type": "string", "description": "The server the link is at or trying (a discovered one when the host is empty)." }
         }
       },
       "Server": {

@@ -67,6 +67,7 @@ enum ConsolePage {
         <input id="host" type="text" placeholder="host:port, ws://… or wss://…" autocomplete="off" spellcheck="false" aria-label="server host">
         <select id="discovered" aria-label="discovered servers"><option value="">discovered servers…</option></select>
         <label><input id="verify-tls" type="checkbox" checked> verify TLS</label>
+        <label title="with no host, connect to a server found on the local network"><input id="discovery" type="checkbox"> discover servers</label>
         <button id="connect" class="primary" type="submit">Connect</button> <button id="disconnect" type="button">Disconnect</button>
         <div id="server-result" class="note"></div>
       </form></section>
@@ -162,22 +163,23 @@ $("send").addEventListener("click", async () => {
     $("send-result").textContent = r.accepted[0].chunks + " chunk(s) queued";
   } catch (e) { $("send-result").textContent = String(e.message || e); }
 });
-// Server controls: the form shows the chosen host (not overwritten while polling); Connect and Disconnect apply it.
+// Server controls: the form shows the chosen host (not overwritten while polling); Connect applies it
+// (an empty host with "discover servers" connects to the one discovery picks); Disconnect ends both.
 function showServer(s) {
-  $("host").value = s.host; $("verify-tls").checked = s.verify_tls;
+  $("host").value = s.host; $("verify-tls").checked = s.verify_tls; $("discovery").checked = s.discovery;
 }
 async function loadServer() { try { showServer(await api("/api/v1/server")); } catch (e) {} }
-async function changeServer(host) {
+async function changeServer(host, discovery) {
   $("server-result").textContent = "";
   try {
-    const s = await api("/api/v1/server", { method: "PATCH", body: JSON.stringify({ host, verify_tls: $("verify-tls").checked }) });
+    const s = await api("/api/v1/server", { method: "PATCH", body: JSON.stringify({ host, verify_tls: $("verify-tls").checked, discovery }) });
     showServer(s);
     $("server-result").textContent = s.host ? "connecting to " + s.host + "…" : (s.discovery ? "no host: using the server discovery picks" : "disconnected");
     refresh();
   } catch (e) { $("server-result").textContent = String(e.message || e); }
 }
-$("server-form").addEventListener("submit", (event) => { event.preventDefault(); changeServer($("host").value.trim()); });
-$("disconnect").addEventListener("click", () => changeServer(""));
+$("server-form").addEventListener("submit", (event) => { event.preventDefault(); changeServer($("host").value.trim(), $("discovery").checked); });
+$("disconnect").addEventListener("click", () => changeServer("", false));
 $("discovered").addEventListener("change", () => { if ($("discovered").value) $("host").value = $("discovered").value; });
 async function refreshServers() {
   try {

@@ -126,14 +126,16 @@ public final class RecorderService {
     /// The choice is kept in the storage folder (`ServerLinkStore`) and laid
     /// over the config at the next start. Throws for a host that is not a
     /// server address, changing nothing.
-    public func changeServer(host: String, verifyTLS: Bool, by who: String) throws {
+    public func changeServer(host: String, verifyTLS: Bool, discovery: Bool? = nil, by who: String) throws {
         MainLoop.preconditionOnLoop()
         let host = host.trimmingCharacters(in: .whitespaces)
         if !host.isEmpty { _ = try ServerAddress(parsing: host) }
         guard case .running(let parts) = state else {
             throw NotRunning()
         }
-        if host == configuration.server.host, verifyTLS == configuration.server.verifyTLS, case .connected? = parts.link?.state {
+        let discovery = discovery ?? configuration.server.discovery
+        if host == configuration.server.host, verifyTLS == configuration.server.verifyTLS, discovery == configuration.server.discovery,
+           case .connected? = parts.link?.state {
             logger.info("server change by \(who): already connected to \(host)")
             return
         }
@@ -144,11 +146,12 @@ public final class RecorderService {
         parts.link?.stop()
         configuration.server.host = host
         configuration.server.verifyTLS = verifyTLS
-        logger.notice("server changed by \(who): \(host.isEmpty ? (configuration.server.discovery ? "no host, using discovery" : "no server") : host), verify_tls = \(verifyTLS)")
+        configuration.server.discovery = discovery
+        logger.notice("server changed by \(who): \(host.isEmpty ? (discovery ? "no host, using discovery" : "no server") : host), verify_tls = \(verifyTLS), discovery = \(discovery)")
         state = .running(connected(parts.recorder))
         do {
             try ServerLinkStore(storageDirectory: configuration.recording.storageDirectory)
-                .save(host: host, verifyTLS: verifyTLS, by: who)
+                .save(host: host, verifyTLS: verifyTLS, discovery: discovery, by: who)
         } catch {
             logger.error("cannot keep the server choice for the next start: \(error)")
         }

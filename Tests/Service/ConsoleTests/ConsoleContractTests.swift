@@ -75,6 +75,8 @@ final class ConsoleContractTests: XCTestCase {
             ("PATCH", "/api/v1/settings", [200, 400, 401, 403, 409, 422, 428, 503]),
             ("GET", "/api/v1/uploads", [200, 401, 409]),
             ("POST", "/api/v1/uploads", [202, 400, 401, 403, 409, 422]),
+            ("GET", "/api/v1/server", [200, 401]),
+            ("PATCH", "/api/v1/server", [200, 400, 401, 403, 422, 503]),
             ("GET", "/api/v1/servers", [200, 401]),
             ("GET", "/api/v1/preview.mjpeg", [200, 401, 503]),
             ("GET", "/api/v1/snapshot.jpg", [200, 401, 503]),
@@ -133,6 +135,10 @@ final class ConsoleContractTests: XCTestCase {
         try check(contract, "POST", "/api/v1/uploads", auth + ["--data", #"{"from":"2026-01-01T00:00:00Z","to":"2026-01-01T00:01:00Z"}"#], expect: 409)
         try check(contract, "POST", "/api/v1/uploads", ["-H", "Cookie: \(cookie)", "--data", "{}"], expect: 403)
         try check(contract, "GET", "/api/v1/servers", auth, expect: 200)
+        try check(contract, "GET", "/api/v1/server", auth, expect: 200)
+        try check(contract, "PATCH", "/api/v1/server", auth + ["--data", #"{"discovery":"on"}"#], expect: 422)
+        try check(contract, "PATCH", "/api/v1/server", auth + ["--data", "[]"], expect: 400)
+        try check(contract, "PATCH", "/api/v1/server", auth + ["--data", #"{"host":"","discovery":false}"#], expect: 200)
         try check(contract, "GET", "/metrics", auth, expect: 200)
         try check(contract, "GET", "/api/v1/snapshot.jpg", auth, expect: 200)
         try check(contract, "POST", "/api/v1/logout", ["-H", "Cookie: \(cookie)", "-H", "X-CSRF-Token: \(csrf)"], expect: 204)

@@ -132,6 +132,10 @@ final class ConsoleTests: XCTestCase {
         let detail = bad.json()["error"] as? [String: Any]
         XCTAssertEqual(detail?["field"] as? String, "video_format")
         XCTAssertEqual(detail?["allowed"] as? [String], ["mp4", "mov"])
+        for body in [#"{"chunk_duration_ms":true}"#, #"{"chunk_duration_ms":2000.5}"#, #"{"buffer_max_mb":"2000"}"#] {
+            let refused = try request("/api/v1/settings", patch + ["-H", "If-Match: \(etag)", "--data", body])
+            XCTAssertEqual(refused.status, 422, "\(body): a boolean, a fraction or a string is not a whole number")
+        }
         let changed = try request("/api/v1/settings", patch + ["-H", "If-Match: \(etag)", "--data", #"{"video_format":"mov","chunk_duration_ms":2000}"#])
         XCTAssertEqual(changed.status, 200, changed.text)
         XCTAssertEqual(service.recorder?.currentTuning.videoFormat, .mov, "applied live through the recorder's retune")
@@ -156,7 +160,7 @@ final class ConsoleTests: XCTestCase {
         }
         XCTAssertEqual(try patch(#"{"host":"127.0.0.1:9"}"#, []).status, 403, "a change needs the CSRF token")
         for (body, field) in [(#"{"host":"ftp://x:1"}"#, "host"), (#"{"host":"box:99999"}"#, "host"), (#"{"host":7}"#, "host"),
-                              (#"{"verify_tls":"yes"}"#, "verify_tls"), (#"{"port":1}"#, "port")] {
+                              (#"{"verify_tls":"yes"}"#, "verify_tls"), (#"{"discovery":1}"#, "discovery"), (#"{"port":1}"#, "port")] {
             let refused = try patch(body, token)
             XCTAssertEqual(refused.status, 422, "\(body): \(refused.text)")
             XCTAssertEqual((refused.json()["error"] as? [String: Any])?["field"] as? String, field, body)
@@ -173,9 +177,15 @@ final class ConsoleTests: XCTestCase {
         XCTAssertEqual(next.server.host, "127.0.0.1:9", "kept for the next start, over the file")
         XCTAssertEqual(next.server.verifyTLS, false)
 
-        XCTAssertEqual(try patch(#"{"host":""}"#, token).json()["state"] as? String, "none", "disconnected: no link")
+        // The page's Disconnect: no host and no discovery (discovery would connect again to a server it finds).
+        let disconnected = try patch(#"{"host":"","discovery":false}"#, token)
+        XCTAssertEqual(disconnected.json()["state"] as? String, "none", "disconnected: no link")
+        XCTAssertEqual(disconnected.json()["discovery"] as? Bool, false)
         XCTAssertNil(service.link)
-        XCTAssertEqual(try ServiceSettings(configFile: fixture.configFile).load(logger: .init(label: "test")).server.host, "")
+        XCTAssertNil(service.discovery, "discovery off")
+        let after = try ServiceSettings(configFile: fixture.configFile).load(logger: .init(label: "test")).server
+        XCTAssertEqual(after.host, "")
+        XCTAssertEqual(after.discovery, false, "kept for the next start")
     }
 
     func testMetricsAndHealthSayWhatTheRecorderDoes() throws {
