@@ -49,6 +49,16 @@ struct ChunkAnswer: Encodable {
     var sizeBytes: Int64
     var format: String
     var url: String
+    /// The files recorded with it (timestamps, audio), in the order an upload sends them.
+    var companions: [CompanionAnswer]
+}
+
+struct CompanionAnswer: Encodable {
+    var name: String
+    var kind: String
+    var sizeBytes: Int64
+    var mimeType: String
+    var url: String
 }
 
 struct ChunksAnswer: Encodable {

@@ -52,30 +52,46 @@ extension Console {
             }
             if name == "from" { from = time } else { to = time }
         }
-        let records = service.recorder?.catalog.chunks(from: from, to: to) ?? []
-        return json(200, ChunksAnswer(chunks: records.map(Self.answer)))
+        guard let catalog = service.recorder?.catalog else { return json(200, ChunksAnswer(chunks: [])) }
+        return json(200, ChunksAnswer(chunks: catalog.chunks(from: from, to: to).map { Self.answer($0, in: catalog) }))
     }
 
-    static func answer(_ record: ChunkRecord) -> ChunkAnswer {
-        ChunkAnswer(name: record.file, start: Date(timeIntervalSince1970: record.start), end: Date(timeIntervalSince1970: record.end),
-                    durationS: (record.duration * 1000).rounded() / 1000, sizeBytes: record.size, format: record.format.rawValue,
-                    url: "/api/v1/chunks/\(record.file)")
+    static func answer(_ record: ChunkRecord, in catalog: ChunkCatalog) -> ChunkAnswer {
+        let companions = catalog.companions(of: record).map { companion -> CompanionAnswer in
+            var size: Int64 = 0
+            if case .file(let bytes) = catalog.folder.entry(companion.file) { size = bytes }
+            return CompanionAnswer(name: companion.file, kind: companion.kind.rawValue, sizeBytes: size, mimeType: companion.mimeType,
+                                   url: "/api/v1/chunks/\(companion.file)")
+        }
+        return ChunkAnswer(name: record.file, start: Date(timeIntervalSince1970: record.start), end: Date(timeIntervalSince1970: record.end),
+                           durationS: (record.duration * 1000).rounded() / 1000, sizeBytes: record.size, format: record.format.rawValue,
+                           url: "/api/v1/chunks/\(record.file)", companions: companions)
     }
 
-    /// A chunk of the catalog (never any other file), whole or by one `Range`.
+    /// A chunk of the catalog or one of its companions (never any other
+    /// file), whole or by one `Range`.
     func download(_ name: String, request: HTTPRequest) -> HTTPResponse {
-        guard let catalog = service.recorder?.catalog,
-              let record = catalog.all.first(where: { $0.file == name }) else {
+        guard let catalog = service.recorder?.catalog else {
             return error(404, "not_found", "no chunk named \(loggable(name)) in the catalog")
         }
-        let file: OpenedFile
-        do { file = try catalog.open(record) } catch {
-            return self.error(410, "gone", "\(record.file) cannot be read any more: \(error)")
+        let file: OpenedFile, contentType: String
+        if let record = catalog.all.first(where: { $0.file == name }) {
+            do { file = try catalog.open(record) } catch {
+                return self.error(410, "gone", "\(record.file) cannot be read any more: \(error)")
+            }
+            contentType = record.format.mimeType
+        } else if let (companion, _) = catalog.companion(named: name) {
+            do { file = try catalog.folder.open(companion.file) } catch {
+                return self.error(410, "gone", "\(companion.file) cannot be read any more: \(error)")
+            }
+            contentType = companion.mimeType
+        } else {
+            return error(404, "not_found", "no chunk or companion named \(loggable(name)) in the catalog")
         }
         let size = UInt64(file.size)
         var headers: [(String, String)] = [
-            ("Content-Type", record.format.mimeType), ("Accept-Ranges", "bytes"),
-            ("Content-Disposition", "attachment; filename=\"\(record.file)\""), ("Cache-Control", "private, max-age=3600"),
+            ("Content-Type", contentType), ("Accept-Ranges", "bytes"),
+            ("Content-Disposition", "attachment; filename=\"\(name)\""), ("Cache-Control", "private, max-age=3600"),
         ]
         var status = 200
         var offset: UInt64 = 0

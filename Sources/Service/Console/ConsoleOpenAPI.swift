@@ -112,11 +112,11 @@ enum ConsoleOpenAPI {
     },
     "/api/v1/chunks/{name}": {
       "parameters": [
-        { "name": "name", "in": "path", "required": true, "description": "A chunk's file name as listed; nothing else in the storage folder is served.", "schema": { "type": "string" } }
+        { "name": "name", "in": "path", "required": true, "description": "A chunk's or a companion's file name as listed; nothing else in the storage folder is served.", "schema": { "type": "string" } }
       ],
       "get": {
         "operationId": "downloadChunk",
-        "summary": "Downloads one chunk, whole or one byte range.",
+        "summary": "Downloads one chunk or one of its companions (timestamps, audio), whole or one byte range.",
         "parameters": [{ "$ref": "#/components/parameters/Range" }],
         "responses": {
           "200": { "$ref": "#/components/responses/ChunkFile" },
@@ -346,14 +346,18 @@ enum ConsoleOpenAPI {
         "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Settings" } } }
       },
       "ChunkFile": {
-        "description": "The whole chunk.",
+        "description": "The whole chunk or companion.",
         "headers": {
           "Accept-Ranges": { "schema": { "type": "string", "enum": ["bytes"] } },
           "Content-Disposition": { "schema": { "type": "string" } }
         },
         "content": {
           "video/mp4": { "schema": { "type": "string", "format": "binary" } },
-          "video/quicktime": { "schema": { "type": "string", "format": "binary" } }
+          "video/quicktime": { "schema": { "type": "string", "format": "binary" } },
+          "text/plain": { "schema": { "type": "string", "description": "timestamps_<ms>.txt: one line per frame, <frame index> : <epoch ms>." } },
+          "audio/wav": { "schema": { "type": "string", "format": "binary" } },
+          "audio/mp4": { "schema": { "type": "string", "format": "binary" } },
+          "application/json": { "schema": { "type": "string", "format": "binary", "description": "pose_<ms>.json" } }
         }
       },
       "ChunkPart": {
@@ -361,7 +365,11 @@ enum ConsoleOpenAPI {
         "headers": { "Content-Range": { "description": "bytes first-last/size", "schema": { "type": "string" } } },
         "content": {
           "video/mp4": { "schema": { "type": "string", "format": "binary" } },
-          "video/quicktime": { "schema": { "type": "string", "format": "binary" } }
+          "video/quicktime": { "schema": { "type": "string", "format": "binary" } },
+          "text/plain": { "schema": { "type": "string", "description": "timestamps_<ms>.txt: one line per frame, <frame index> : <epoch ms>." } },
+          "audio/wav": { "schema": { "type": "string", "format": "binary" } },
+          "audio/mp4": { "schema": { "type": "string", "format": "binary" } },
+          "application/json": { "schema": { "type": "string", "format": "binary", "description": "pose_<ms>.json" } }
         }
       },
       "RangeNotSatisfiable": {
@@ -479,7 +487,7 @@ enum ConsoleOpenAPI {
       "VideoFormat": { "type": "string", "enum": ["mp4", "mov"] },
       "Chunk": {
         "type": "object",
-        "required": ["name", "start", "end", "duration_s", "size_bytes", "format", "url"],
+        "required": ["name", "start", "end", "duration_s", "size_bytes", "format", "url", "companions"],
         "additionalProperties": false,
         "properties": {
           "name": { "type": "string" },
@@ -488,6 +496,19 @@ enum ConsoleOpenAPI {
           "duration_s": { "type": "number" },
           "size_bytes": { "type": "integer", "format": "int64" },
           "format": { "$ref": "#/components/schemas/VideoFormat" },
+          "url": { "type": "string", "description": "Where to download it." },
+          "companions": { "type": "array", "description": "The files recorded with it, in the order an upload sends them.", "items": { "$ref": "#/components/schemas/Companion" } }
+        }
+      },
+      "Companion": {
+        "type": "object",
+        "required": ["name", "kind", "size_bytes", "mime_type", "url"],
+        "additionalProperties": false,
+        "properties": {
+          "name": { "type": "string", "description": "timestamps_<ms>.txt, audio_<ms>.wav|m4a or pose_<ms>.json, <ms> as in the chunk's name." },
+          "kind": { "type": "string", "enum": ["timestamps", "audio", "pose"] },
+          "size_bytes": { "type": "integer", "format": "int64" },
+          "mime_type": { "type": "string" },
           "url": { "type": "string", "description": "Where to download it." }
         }
       },

@@ -30,7 +30,7 @@ enum ConsolePage {
   button, input, select { font:inherit; color:var(--text); background:#2c2c2e; border:1px solid #3a3a3c; border-radius:4px; padding:.3em .6em; }
   button.primary { background:var(--accent); border-color:var(--accent); }
   .hour { margin:.4em 0; } .hour summary { cursor:pointer; }
-  .chunks a { color:var(--accent); } .chunks li { margin:.15em 0; }
+  .chunks a { color:var(--accent); } .chunks li { margin:.15em 0; } .chunks a.companion { font-size:.85em; }
   #login { max-width:22em; margin:15vh auto; display:flex; flex-direction:column; gap:.6em; padding:1em; }
   #login-error, .error-text { color:var(--red); min-height:1.2em; }
   form.controls { display:flex; flex-wrap:wrap; align-items:center; gap:.4em .6em; margin-top:.6em; }
@@ -151,7 +151,12 @@ async function refresh() {
       const ul = document.createElement("ul");
       for (const chunk of list) { const li = document.createElement("li"), a = document.createElement("a");
         a.href = chunk.url; a.textContent = new Date(chunk.start).toLocaleTimeString() + " (" + chunk.duration_s.toFixed(1) + " s, " + size(chunk.size_bytes) + ")";
-        li.append(a); ul.append(li); }
+        li.append(a);
+        // Its companions, as small links after it (timestamps, audio).
+        for (const c of chunk.companions || []) { const link = document.createElement("a");
+          link.href = c.url; link.className = "companion"; link.textContent = c.kind; link.title = c.name + ", " + size(c.size_bytes);
+          li.append(" · ", link); }
+        ul.append(li); }
       details.append(ul); return details;
     }));
   } catch (e) { if (String(e) !== "Error: log in") console.warn(e); }

@@ -119,6 +119,44 @@ final class ConsoleTests: XCTestCase {
         XCTAssertEqual(try request("/api/v1/chunks/catalog.json", ["-u", "admin:\(password)"]).status, 404)
     }
 
+    func testAChunksCompanionsAreListedWithItAndServedButNothingPosingAsOne() throws {
+        let auth = ["-u", "admin:\(password)"]
+        let catalog = try XCTUnwrap(service.recorder?.catalog)
+        let first = try XCTUnwrap(catalog.all.first)
+        let ms = try XCTUnwrap(ChunkName.parse(first.file)).startMs
+        let folder = storage.file("chunks")
+        let timestamps = "0 : \(ms)\n1 : \(ms + 33)"
+        try timestamps.write(to: folder.appendingPathComponent("timestamps_\(ms).txt"), atomically: true, encoding: .utf8)
+        try Data(repeating: 7, count: 300).write(to: folder.appendingPathComponent("audio_\(ms).wav"))
+        // Posing as companions: a link to a file outside, and one whose chunk is not catalogued.
+        let outside = storage.file("secret.txt")
+        try "not for the console".write(to: outside, atomically: true, encoding: .utf8)
+        let second = try XCTUnwrap(catalog.all.dropFirst().first)
+        let secondMs = try XCTUnwrap(ChunkName.parse(second.file)).startMs
+        try FileManager.default.createSymbolicLink(atPath: folder.appendingPathComponent("timestamps_\(secondMs).txt").path, withDestinationPath: outside.path)
+        try "orphan".write(to: folder.appendingPathComponent("timestamps_1000.txt"), atomically: true, encoding: .utf8)
+
+        let list = try request("/api/v1/chunks", auth).json()["chunks"] as? [[String: Any]] ?? []
+        let listed = try XCTUnwrap(list.first { $0["name"] as? String == first.file })
+        let companions = listed["companions"] as? [[String: Any]] ?? []
+        XCTAssertEqual(companions.compactMap { $0["name"] as? String }, ["timestamps_\(ms).txt", "audio_\(ms).wav"], "in upload order")
+        XCTAssertEqual(companions.compactMap { $0["mime_type"] as? String }, ["text/plain", "audio/wav"])
+        XCTAssertEqual(companions.last?["size_bytes"] as? Int, 300)
+        let secondListed = list.first { $0["name"] as? String == second.file }
+        XCTAssertEqual((secondListed?["companions"] as? [Any])?.count, 0, "a link is no companion")
+
+        let text = try request("/api/v1/chunks/timestamps_\(ms).txt", auth)
+        XCTAssertEqual(text.status, 200)
+        XCTAssertEqual(text.text, timestamps)
+        XCTAssertEqual(text.headers["content-type"], "text/plain")
+        XCTAssertEqual(try request("/api/v1/chunks/audio_\(ms).wav", auth + ["-H", "Range: bytes=0-9"]).body, Data(repeating: 7, count: 10))
+        let link = try request("/api/v1/chunks/timestamps_\(secondMs).txt", auth)
+        XCTAssertEqual(link.status, 404)
+        XCTAssertFalse(link.text.contains("not for the console"))
+        XCTAssertEqual(try request("/api/v1/chunks/timestamps_1000.txt", auth).status, 404, "its chunk is not in the catalog")
+        XCTAssertEqual(try request("/api/v1/chunks/timestamps_0\(ms).txt", auth).status, 404, "only the spelling we write")
+    }
+
     func testSettingsChangeLiveOnlyFromTheVersionReadAndSayWhatIsAllowed() throws {
         let auth = ["-u", "admin:\(password)"]
         let read = try request("/api/v1/settings", auth)
