@@ -83,8 +83,8 @@ final class DemoTests: XCTestCase {
                 }
             }
         }
-        // Live, the stage may be late on a loaded machine; at most one face-frame in a hundred.
-        XCTAssertLessThanOrEqual(Double(stillFound), 0.01 * Double(judged), "\(stillFound) of \(judged) face-frames found again by the detector")
+        // None: a frame the stage could not finish in time still leaves with every unconfirmed part coarsely pixelated.
+        XCTAssertEqual(stillFound, 0, "\(stillFound) of \(judged) face-frames found again by the detector")
         print("demo: \(stillFound) of \(judged) face-frames found again by the detector")  // test report
         XCTAssertGreaterThan(judged, 100, "enough face-frames were looked at")
     }
