@@ -1,6 +1,8 @@
 import AllSparkProtocol
 import Foundation
+import GLibSupport
 import RecorderCore
+import RecorderTestSupport
 import ServerLinkTesting
 import Storage
 import XCTest
@@ -122,5 +124,45 @@ final class UploadLimitsTests: XCTestCase {
         XCTAssertTrue(log.contains("pose_\(ms).json\" is a symbolic link"), log.text)
         XCTAssertEqual(finished.map(\.0), [chunk.file], "the chunk is reported once, when its companions are settled")
         XCTAssertEqual(finished.map(\.1), [true])
+    }
+}
+
+/// Companions against the real libsoup test server, which asks for every announced chunk
+/// (autoUpload, as servers since 0.5) and files what it receives by date, kind and client.
+final class CompanionUploadTests: XCTestCase {
+    func testAnAnnouncedChunkAndItsCompanionsArriveByteIdenticalInOrderAndFiled() throws {
+        let server = try AllSparkTestServer()
+        XCTAssertTrue(server.autoUpload, "on by default, as on servers since 0.5")
+        let stored = try StoredChunks(count: 0)
+        stored.isCapturing = true
+        let log = LogCapture()
+        let link = ServerLink(address: try ServerAddress(parsing: "ws://\(server.address)"), deviceName: "Door (x86)",
+                              verifyTLS: true, reconnectDelay: 0.3, recorder: stored, logger: log.logger)
+        link.start()
+        XCTAssertTrue(waitOnMainLoop(5) { link.state == .connected(.ws) })
+        var expected: [(name: String, data: Data, kind: String, mimetype: String)] = []
+        for i in 0..<2 {
+            let start = (Date().timeIntervalSince1970 - 10 + 2 * Double(i)).rounded(.down)
+            let chunk = try stored.add(start: start, seconds: 2)
+            let ms = ChunkName.parse(chunk.file)!.startMs
+            // As the recorder writes them beside the chunk (the test writes its own).
+            let timestamps = Data((0..<60).map { "\($0) : \(ms + Int64($0) * 33)" }.joined(separator: "\n").utf8)
+            let audio = StoredChunks.randomBytes(20_000 + i)
+            try timestamps.write(to: stored.folder.appendingPathComponent("timestamps_\(ms).txt"))
+            try audio.write(to: stored.folder.appendingPathComponent("audio_\(ms).wav"))
+            link.chunkFinished(chunk, fps: 30, width: 320, height: 240, camera: "test")
+            expected += [(chunk.file, try Data(contentsOf: stored.catalog.url(of: chunk)), "video", "video/mp4"),
+                         ("timestamps_\(ms).txt", timestamps, "data", "text/plain"),
+                         ("audio_\(ms).wav", audio, "data", "audio/wav")]
+        }
+        XCTAssertTrue(waitOnMainLoop(10) { server.uploads.count == expected.count && link.pendingUploads == 0 }, log.text)
+        link.stop()
+        XCTAssertEqual(server.uploads.map(\.filename), expected.map(\.name), "each chunk, then its timestamps, then its audio")
+        XCTAssertEqual(server.uploads.map(\.mimetype), expected.map(\.mimetype))
+        for file in expected {
+            XCTAssertEqual(server.uploadedData(file.name), file.data, "\(file.name) arrived byte for byte")
+            let path = try XCTUnwrap(server.uploads.first { $0.filename == file.name }?.path)
+            XCTAssertEqual(path.split(separator: "/").dropFirst().map(String.init), [file.kind, "Door (x86)", file.name], path)
+        }
     }
 }
