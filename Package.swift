@@ -83,7 +83,7 @@ let package = Package(
 
         // MARK: Domain
 
-        .target(name: "AllSparkProtocol", path: "Sources/Domain/AllSparkProtocol"),
+        .target(name: "AllSparkProtocol", dependencies: ["Storage"], path: "Sources/Domain/AllSparkProtocol"),
         .target(name: "Storage", dependencies: [logging], path: "Sources/Domain/Storage"),
         .target(name: "RecorderCore", dependencies: ["AllSparkProtocol", "Storage", logging], path: "Sources/Domain/RecorderCore"),
 

@@ -4,4 +4,6 @@
 public enum ConfigLimits {
     public static let chunkDurationMs = 1_000...3_600_000
     public static let bufferMaxMB = 1...10_000_000
+    /// Frames per second a server's `fps` may ask of the source.
+    public static let framerate = 1.0...240.0
 }

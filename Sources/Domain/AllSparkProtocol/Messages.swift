@@ -72,38 +72,91 @@ public enum ServerMessage: Equatable, Sendable {
 
 /// The fields of a `clientConfig` the recorder understands, each validated on its own.
 public struct ClientConfigUpdate: Equatable, Sendable {
-    /// The containers a server may ask for (`"none"`, record no video, is not one this recorder accepts).
+    /// The containers a server may ask for (`"none"`, record no video, sets `recordsVideo` instead).
     public enum VideoFormat: String, Sendable { case mp4, mov }
 
     public var videoFormat: VideoFormat?
+    /// False for `videoFormat` "none" (record no video), true for a container.
+    public var recordsVideo: Bool?
     public var chunkDurationMs: Int?
     public var bufferMaxMB: Int?
+    /// `fps`: frames per second asked of the source.
+    public var framerate: Double?
+    public var audioFormat: AudioFormat?
+    public var timestampFormat: TimestampFormat?
+    /// Keys for sensors a Linux box does not have (`poseFormat`, `depthFormat`) → the value asked
+    /// for, when it asks for files ("none" asks for nothing): accepted, nothing is produced.
+    public var notApplicable: [String: String] = [:]
     /// Field → why it was not accepted.
     public var rejected: [String: String] = [:]
     /// Keys present but not understood (newer servers add some).
     public var ignoredKeys: [String] = []
 
-    public init(videoFormat: VideoFormat? = nil, chunkDurationMs: Int? = nil, bufferMaxMB: Int? = nil) {
+    /// Keys the link reads elsewhere: neither parsed here nor "ignored" (`communicationsPolicy`,
+    /// read by the link's communications policy).
+    public static let handledElsewhere: Set<String> = ["communicationsPolicy"]
+    /// The sensor keys of `notApplicable`.
+    static let sensorKeys = ["poseFormat": "json", "depthFormat": "png"]
+
+    public init(videoFormat: VideoFormat? = nil, recordsVideo: Bool? = nil, chunkDurationMs: Int? = nil,
+                bufferMaxMB: Int? = nil, framerate: Double? = nil, audioFormat: AudioFormat? = nil,
+                timestampFormat: TimestampFormat? = nil) {
         self.videoFormat = videoFormat
+        self.recordsVideo = recordsVideo
         self.chunkDurationMs = chunkDurationMs
         self.bufferMaxMB = bufferMaxMB
+        self.framerate = framerate
+        self.audioFormat = audioFormat
+        self.timestampFormat = timestampFormat
+    }
+
+    /// True when a field that the recorder keeps for the next start was accepted.
+    public var changesTuning: Bool {
+        videoFormat != nil || recordsVideo != nil || chunkDurationMs != nil || bufferMaxMB != nil
+            || framerate != nil || audioFormat != nil || timestampFormat != nil
     }
 
     init(_ config: [String: Any]) {
         for (key, value) in config {
+            let shown = loggable("\(value)")
             switch key {
             case "videoFormat":
-                if let s = value as? String, let f = VideoFormat(rawValue: s.lowercased()) { videoFormat = f } else {
-                    rejected[key] = "\(loggable("\(value)")) is not \"mp4\" or \"mov\""
+                if let s = value as? String, s.lowercased() == "none" {
+                    recordsVideo = false
+                } else if let s = value as? String, let f = VideoFormat(rawValue: s.lowercased()) {
+                    videoFormat = f
+                    recordsVideo = true
+                } else {
+                    rejected[key] = "\(shown) is not \"mp4\", \"mov\" or \"none\""
                 }
             case "videoChunkDurationMs":
                 chunkDurationMs = Self.integer(value, in: ConfigLimits.chunkDurationMs)
                 if chunkDurationMs == nil {
-                    rejected[key] = "\(loggable("\(value)")) is outside \(ConfigLimits.chunkDurationMs.lowerBound)…\(ConfigLimits.chunkDurationMs.upperBound) ms"
+                    rejected[key] = "\(shown) is outside \(ConfigLimits.chunkDurationMs.lowerBound)…\(ConfigLimits.chunkDurationMs.upperBound) ms"
                 }
             case "videoBufferMaxMB":
                 bufferMaxMB = Self.integer(value, in: ConfigLimits.bufferMaxMB)
-                if bufferMaxMB == nil { rejected[key] = "\(loggable("\(value)")) is not a size above 0 MB" }
+                if bufferMaxMB == nil { rejected[key] = "\(shown) is not a size above 0 MB" }
+            case "fps":
+                if let n = jsonNumber(value)?.doubleValue, ConfigLimits.framerate.contains(n) { framerate = n } else {
+                    rejected[key] = "\(shown) is not a frame rate within \(ConfigLimits.framerate.lowerBound)…\(ConfigLimits.framerate.upperBound)"
+                }
+            case "audioFormat":
+                if let s = value as? String, let f = AudioFormat(rawValue: s.lowercased()) { audioFormat = f } else {
+                    rejected[key] = "\(shown) is not \"wav\", \"m4a\" or \"none\""
+                }
+            case "timestampFormat":
+                if let s = value as? String, let f = TimestampFormat(rawValue: s.lowercased()) { timestampFormat = f } else {
+                    rejected[key] = "\(shown) is not \"txt\" or \"none\""
+                }
+            case let sensor where Self.sensorKeys[sensor] != nil:
+                let expected = Self.sensorKeys[sensor]!
+                if let s = value as? String, s.lowercased() == "none" { break }
+                if let s = value as? String, s.lowercased() == expected { notApplicable[key] = expected } else {
+                    rejected[key] = "\(shown) is not \"\(expected)\" or \"none\""
+                }
+            case let other where Self.handledElsewhere.contains(other):
+                break
             default:
                 ignoredKeys.append(key)
             }

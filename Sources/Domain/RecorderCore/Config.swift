@@ -28,9 +28,14 @@ public struct RecorderConfig: Equatable, Sendable {
         public var maxUploadMB: Int
         /// Tries per chunk before an upload is given up (a reconnect in between counts one).
         public var uploadAttempts: Int
+        /// Average upload rate cap in kbit/s (0: none).
+        public var maxUploadKbps: Int = 0
+        /// False: the server's automatic requests (one chunk, right after its chunkSaved) are declined.
+        public var acceptAutoUploads = true
 
         public var maxUploadBytes: Int64 { Int64(maxUploadMB) * 1024 * 1024 }
-        /// What the server may ask for (`max_request_future_s`, `min_buffer_mb`, `max_buffer_mb`, `max_record_duration_s`).
+        /// What the server may ask for (`max_request_future_s`, `min_buffer_mb`, `max_buffer_mb`, `min_chunk_ms`,
+        /// `max_chunk_ms`, `max_record_duration_s`).
         public var bounds = ServerBounds()
     }
     public struct Recording: Equatable, Sendable {
@@ -43,6 +48,12 @@ public struct RecorderConfig: Equatable, Sendable {
         public var bufferMaxMB: Int
         /// No frame for this long means the source froze: the chunk is finished and the source restarted.
         public var frameTimeoutSeconds: Double = 5
+        /// The box's own defaults for the companions (`recording.audio_format`, `recording.timestamp_format`).
+        public var audioFormat: AudioFormat = .none
+        public var timestampFormat: TimestampFormat = .none
+        /// Set only by a server (`videoFormat` "none", `fps`) and kept with its settings.
+        public var recordsVideo = true
+        public var framerate: Double?
 
         public var bufferMaxBytes: Int64 { Int64(bufferMaxMB) * 1024 * 1024 }
     }
@@ -96,7 +107,9 @@ public struct RecorderConfig: Equatable, Sendable {
     /// The tunables a server (or SIGHUP) may change on a running recorder.
     public var tuning: RecordingTuning {
         RecordingTuning(videoFormat: recording.videoFormat, chunkDurationMs: recording.chunkDurationMs,
-                        bufferMaxMB: recording.bufferMaxMB)
+                        bufferMaxMB: recording.bufferMaxMB, recordsVideo: recording.recordsVideo,
+                        audioFormat: recording.audioFormat, timestampFormat: recording.timestampFormat,
+                        framerate: recording.framerate)
     }
 }
 
@@ -161,6 +174,10 @@ public enum ConfigLoader {
         Key(name: "server.max_request_future_s", kind: .number),
         Key(name: "server.min_buffer_mb", kind: .integer),
         Key(name: "server.max_buffer_mb", kind: .integer),
+        Key(name: "server.min_chunk_ms", kind: .integer),
+        Key(name: "server.max_chunk_ms", kind: .integer),
+        Key(name: "server.max_upload_kbps", kind: .integer),
+        Key(name: "server.accept_auto_uploads", kind: .bool),
         Key(name: "server.max_record_duration_s", kind: .number),
         Key(name: "recording.pipeline", kind: .path),
         Key(name: "recording.storage_dir", kind: .path),
@@ -168,6 +185,8 @@ public enum ConfigLoader {
         Key(name: "recording.chunk_duration_ms", kind: .integer),
         Key(name: "recording.buffer_max_mb", kind: .integer),
         Key(name: "recording.frame_timeout_s", kind: .number),
+        Key(name: "recording.audio_format", kind: .string),
+        Key(name: "recording.timestamp_format", kind: .string),
         Key(name: "privacy.face_blur", kind: .bool),
         Key(name: "privacy.model", kind: .path),
         Key(name: "privacy.mode", kind: .string),
@@ -253,6 +272,8 @@ public enum ConfigLoader {
         let announce = try reader.bool("server.announce_chunks", default: true)
         let maxUpload = try reader.integer("server.max_upload_mb", default: 300, range: 1...4096)
         let uploadAttempts = try reader.integer("server.upload_attempts", default: 5, range: 1...100)
+        let maxUploadKbps = try reader.integer("server.max_upload_kbps", default: 0, range: 0...10_000_000)
+        let acceptAutoUploads = try reader.bool("server.accept_auto_uploads", default: true)
         guard let pipeline = try reader.path("recording.pipeline") else {
             throw ConfigError("\(file): missing key 'pipeline' in [recording]: the path of a pipeline description, e.g. pipeline = \"../pipelines/test.pipeline\"")
         }
@@ -264,6 +285,14 @@ public enum ConfigLoader {
         let duration = try reader.integer("recording.chunk_duration_ms", default: 30_000, range: ConfigLimits.chunkDurationMs)
         let bufferMax = try reader.integer("recording.buffer_max_mb", default: 16_000, range: ConfigLimits.bufferMaxMB)
         let frameTimeout = try reader.number("recording.frame_timeout_s", default: 5, range: 1...600)
+        let audioName = try reader.string("recording.audio_format", default: "none")
+        guard let audioFormat = AudioFormat(rawValue: audioName) else {
+            throw ConfigError("\(reader.origin("recording.audio_format")): recording.audio_format = \"\(audioName)\" is not allowed; use \"none\", \"wav\" or \"m4a\"")
+        }
+        let timestampName = try reader.string("recording.timestamp_format", default: "none")
+        guard let timestampFormat = TimestampFormat(rawValue: timestampName) else {
+            throw ConfigError("\(reader.origin("recording.timestamp_format")): recording.timestamp_format = \"\(timestampName)\" is not allowed; use \"none\" or \"txt\"")
+        }
         let faceBlur = try reader.bool("privacy.face_blur", default: true)
         // The model sits in ../models beside the config folder unless said otherwise.
         let model = try reader.path("privacy.model")
@@ -303,9 +332,11 @@ public enum ConfigLoader {
             device: .init(name: deviceName),
             server: .init(host: host, verifyTLS: verifyTLS, discovery: discovery,
                           reconnectDelaySeconds: reconnect, announceChunks: announce,
-                          maxUploadMB: maxUpload, uploadAttempts: uploadAttempts),
+                          maxUploadMB: maxUpload, uploadAttempts: uploadAttempts,
+                          maxUploadKbps: maxUploadKbps, acceptAutoUploads: acceptAutoUploads),
             recording: .init(pipeline: pipeline, storageDirectory: storage, videoFormat: format,
-                             chunkDurationMs: duration, bufferMaxMB: bufferMax, frameTimeoutSeconds: frameTimeout),
+                             chunkDurationMs: duration, bufferMaxMB: bufferMax, frameTimeoutSeconds: frameTimeout,
+                             audioFormat: audioFormat, timestampFormat: timestampFormat),
             privacy: .init(faceBlur: faceBlur, model: model, mode: mode, threshold: threshold, margin: margin,
                            holdMs: holdMs, detectWidth: detectWidth, wholeEvery: wholeEvery, tileEvery: tileEvery,
                            followEvery: followEvery, maxLatencyMs: maxLatencyMs),
@@ -342,23 +373,27 @@ public enum ConfigLoader {
     }
 
     /// `[server]` bounds on what a server may ask. The buffer a server sets may be lower than
-    /// the box's own `recording.buffer_max_mb`, never higher.
+    /// the box's own `recording.buffer_max_mb`, never higher unless `server.max_buffer_mb` is
+    /// set above it on purpose.
     static func serverBounds(_ reader: SettingReader, bufferMaxMB: Int) throws -> ServerBounds {
         let future = try reader.number("server.max_request_future_s", default: ServerBounds.defaultMaxRequestFutureSeconds,
                                        range: 0...31_536_000)
         let maxBuffer = try reader.integer("server.max_buffer_mb", default: bufferMaxMB, range: ConfigLimits.bufferMaxMB)
-        if maxBuffer > bufferMaxMB {
-            throw ConfigError("\(reader.origin("server.max_buffer_mb")): server.max_buffer_mb = \(maxBuffer) is above recording.buffer_max_mb = \(bufferMaxMB); a server may lower the buffer, never raise it above the box's own")
-        }
         let minBuffer = try reader.integer("server.min_buffer_mb", default: min(ServerBounds.defaultMinBufferMB, maxBuffer),
                                            range: ConfigLimits.bufferMaxMB)
         if minBuffer > maxBuffer {
             throw ConfigError("\(reader.origin("server.min_buffer_mb")): server.min_buffer_mb = \(minBuffer) is above server.max_buffer_mb = \(maxBuffer)")
         }
+        let maxChunk = try reader.integer("server.max_chunk_ms", default: ServerBounds.defaultMaxChunkMs, range: ConfigLimits.chunkDurationMs)
+        let minChunk = try reader.integer("server.min_chunk_ms", default: min(ServerBounds.defaultMinChunkMs, maxChunk),
+                                          range: ConfigLimits.chunkDurationMs)
+        if minChunk > maxChunk {
+            throw ConfigError("\(reader.origin("server.min_chunk_ms")): server.min_chunk_ms = \(minChunk) is above server.max_chunk_ms = \(maxChunk)")
+        }
         let record = try reader.number("server.max_record_duration_s", default: ServerBounds.defaultMaxRecordDurationSeconds,
                                        range: 1...604_800)
         return ServerBounds(maxRequestFutureSeconds: future, minBufferMB: minBuffer, maxBufferMB: maxBuffer,
-                            maxRecordDurationSeconds: record)
+                            minChunkMs: minChunk, maxChunkMs: maxChunk, maxRecordDurationSeconds: record)
     }
 
     static func parseOverride(_ raw: String, kind: Kind, key: String) throws -> TOMLValue {

@@ -43,7 +43,9 @@ enum ServerLinks {
             address: address, deviceName: config.device.name, verifyTLS: config.server.verifyTLS,
             reconnectDelay: config.server.reconnectDelaySeconds, recorder: control,
             announceChunks: announceChunks,
-            uploadOptions: .init(maxBytes: config.server.maxUploadBytes, attempts: config.server.uploadAttempts),
+            uploadOptions: .init(maxBytes: config.server.maxUploadBytes, attempts: config.server.uploadAttempts,
+                                 maxBytesPerSecond: ServerLink.UploadOptions.bytesPerSecond(kbps: config.server.maxUploadKbps),
+                                 acceptAutomaticRequests: config.server.acceptAutoUploads),
             bounds: config.server.bounds,
             settingsStore: settingsStore)
     }

@@ -27,7 +27,7 @@ public struct ServiceSettings {
     private func withServerSettings(_ fromFile: RecorderConfig, logger: Logger) -> RecorderConfig {
         let store = ServerSettingsStore(storageDirectory: fromFile.recording.storageDirectory)
         guard let saved = store.load() else { return fromFile }
-        let merged = store.applied(to: fromFile)
+        let merged = store.applied(to: fromFile) { logger.warning("server settings in \(store.url.path): \($0)") }
         if merged.tuning != fromFile.tuning {
             logger.notice("using the settings server \(saved.server) sent (\(merged.tuning.videoFormat.rawValue), \(merged.tuning.chunkDurationMs) ms chunks, \(merged.tuning.bufferMaxMB) MB buffer) over \(configFile); delete \(store.url.path) to go back to the file's")
         }

@@ -225,8 +225,8 @@ extension Connection: UploadTransport {
     /// never overtake the previous file (the server would write that file under the new name).
     var canSend: Bool { session?.channel.isOpen == true && !streamingFile }
 
-    func sendUpload(_ chunk: ChunkRecord, file: OpenedFile) throws {
+    func sendUpload(_ upload: UploadFile, file: OpenedFile) throws {
         guard let session, session.channel.isOpen else { throw WebSocketError(description: "not connected") }
-        session.sendUpload(chunk, file: file)
+        session.sendUpload(upload, file: file)
     }
 }

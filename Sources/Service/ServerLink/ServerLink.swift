@@ -62,14 +62,24 @@ public final class ServerLink {
         /// the chunk sent again.
         public var replyTimeout: Double
         public var replyBytesPerSecond: Double
+        /// The average upload rate cap (`server.max_upload_kbps`; nil: none).
+        public var maxBytesPerSecond: Double?
+        /// False: the server's automatic requests (autoUpload) are declined (`server.accept_auto_uploads`).
+        public var acceptAutomaticRequests: Bool
         public init(maxBytes: Int64 = 300 * 1_048_576, attempts: Int = 5, retryDelay: Double = 2,
-                    replyTimeout: Double = 30, replyBytesPerSecond: Double = 1_000_000) {
+                    replyTimeout: Double = 30, replyBytesPerSecond: Double = 1_000_000,
+                    maxBytesPerSecond: Double? = nil, acceptAutomaticRequests: Bool = true) {
             self.maxBytes = maxBytes
             self.attempts = attempts
             self.retryDelay = retryDelay
             self.replyTimeout = replyTimeout
             self.replyBytesPerSecond = replyBytesPerSecond
+            self.maxBytesPerSecond = maxBytesPerSecond
+            self.acceptAutomaticRequests = acceptAutomaticRequests
         }
+
+        /// `kbps` kilobits per second as bytes per second (nil for 0: no cap).
+        public static func bytesPerSecond(kbps: Int) -> Double? { kbps > 0 ? Double(kbps) * 1000 / 8 : nil }
     }
 
     private let connection: Connection
@@ -115,7 +125,8 @@ public final class ServerLink {
                                 keepAliveSeconds: keepAliveSeconds, connector: connector, clock: clock, logger: logger)
         uploads = recorder.map {
             UploadQueue(catalog: $0.catalog, maxBytes: uploadOptions.maxBytes, maxAttempts: uploadOptions.attempts,
-                        retryDelay: uploadOptions.retryDelay, clock: clock, logger: logger)
+                        retryDelay: uploadOptions.retryDelay, maxBytesPerSecond: uploadOptions.maxBytesPerSecond,
+                        clock: clock, logger: logger)
         }
         uploads?.transport = connection
         connection.uploads = uploads
@@ -186,6 +197,7 @@ public final class ServerLink {
     /// What a command may touch, as things are now.
     private var commandContext: CommandContext {
         CommandContext(recorder: recorder, uploads: uploads, bounds: bounds, settingsStore: settingsStore,
+                       acceptAutomaticUploads: uploadOptions.acceptAutomaticRequests,
                        server: address?.description ?? "", clock: clock, logger: logger)
     }
 }

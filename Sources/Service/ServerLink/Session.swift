@@ -124,9 +124,9 @@ final class Session {
     // MARK: - Sending an upload
 
     /// Sends the metadata, then the file as one binary message, then a ping whose pong settles the upload.
-    func sendUpload(_ chunk: ChunkRecord, file: OpenedFile) {
+    func sendUpload(_ chunk: UploadFile, file: OpenedFile) {
         channel.send(text: ClientMessage.text(ClientMessage.UploadMetadata(
-            filename: chunk.file, filesize: chunk.size, mimetype: chunk.format.mimeType)))
+            filename: chunk.file, filesize: chunk.size, mimetype: chunk.mimeType)))
         ledger.sent(.upload(chunk.file))
         let bound = options.replyTimeout + Double(chunk.size) / options.replyBytesPerSecond
         replyTimer?.cancel()

@@ -1,4 +1,5 @@
 import XCTest
+import Storage
 @testable import AllSparkProtocol
 
 final class ServerAddressTests: XCTestCase {
@@ -58,7 +59,7 @@ final class MessageTests: XCTestCase {
         XCTAssertEqual(update.chunkDurationMs, 10000)
         XCTAssertNil(update.bufferMaxMB)
         XCTAssertNotNil(update.rejected["videoBufferMaxMB"])
-        XCTAssertEqual(update.ignoredKeys, ["communicationsPolicy"])
+        XCTAssertEqual(update.ignoredKeys, [], "communicationsPolicy is the link's policy's to read, not an ignored key")
 
         guard case .clientConfig(let bad)? = parse(#"{"type":"clientConfig","config":{"videoFormat":"avi","videoChunkDurationMs":true,"videoBufferMaxMB":"big"}}"#)
         else { return XCTFail() }
@@ -69,6 +70,40 @@ final class MessageTests: XCTestCase {
         XCTAssertEqual(bad.videoFormat, nil)
         XCTAssertEqual(bad.chunkDurationMs, nil)
         XCTAssertEqual(bad.bufferMaxMB, nil, "nothing bad is kept")
+    }
+
+    /// Every key a server since 0.5 ships (DESIGN.md), as a Linux box takes it.
+    func testEveryShippedClientConfigKeyIsAccepted() throws {
+        guard case .clientConfig(let update)? = parse("""
+            {"type":"clientConfig","config":{"videoFormat":"none","videoChunkDurationMs":10000,"videoBufferMaxMB":16000,"fps":30.0,
+             "audioFormat":"m4a","timestampFormat":"txt","poseFormat":"json","depthFormat":"none",
+             "communicationsPolicy":{"wifi":true,"cellular":true,"ethernet":true,"usb":true,"bluetooth":false},"futureKey":1}}
+            """) else { return XCTFail("not a clientConfig") }
+        XCTAssertEqual(update.recordsVideo, false)
+        XCTAssertNil(update.videoFormat, "\"none\" keeps the container")
+        XCTAssertEqual(update.framerate, 30)
+        XCTAssertEqual(update.audioFormat, .m4a)
+        XCTAssertEqual(update.timestampFormat, .txt)
+        XCTAssertEqual(update.notApplicable, ["poseFormat": "json"], "depthFormat \"none\" asks for nothing")
+        XCTAssertEqual(update.rejected, [:])
+        XCTAssertEqual(update.ignoredKeys, ["futureKey"])
+        XCTAssertTrue(update.changesTuning)
+
+        guard case .clientConfig(let video)? = parse(#"{"type":"clientConfig","config":{"videoFormat":"MP4","audioFormat":"none","timestampFormat":"none"}}"#)
+        else { return XCTFail() }
+        XCTAssertEqual(video.videoFormat, .mp4)
+        XCTAssertEqual(video.recordsVideo, true)
+        XCTAssertEqual(video.audioFormat, AudioFormat.none)
+        XCTAssertEqual(video.timestampFormat, TimestampFormat.none)
+
+        guard case .clientConfig(let bad)? = parse("""
+            {"type":"clientConfig","config":{"fps":0,"audioFormat":"mp3","timestampFormat":true,"poseFormat":"xml","depthFormat":5}}
+            """) else { return XCTFail() }
+        XCTAssertEqual(Set(bad.rejected.keys), ["fps", "audioFormat", "timestampFormat", "poseFormat", "depthFormat"])
+        XCTAssertFalse(bad.changesTuning, "nothing bad is kept")
+        XCTAssertEqual(bad.notApplicable, [:])
+        guard case .clientConfig(let boolean)? = parse(#"{"type":"clientConfig","config":{"fps":true}}"#) else { return XCTFail() }
+        XCTAssertNil(boolean.framerate, "a boolean is not a frame rate")
     }
 
     func testCommands() {

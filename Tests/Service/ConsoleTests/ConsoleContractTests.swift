@@ -222,6 +222,7 @@ final class ConsoleContractTests: XCTestCase {
     /// still being recorded.
     func testTheUploadQueueShowsWhatIsSentWaitingWatchedAndDone() throws {
         let server = try AllSparkTestServer()
+        server.autoUpload = false   // only what the console asks for
         allSpark = server
         try start(server: "ws://\(server.address)", serverConfig: "upload_attempts = 1", chunks: 5)
         let link = try XCTUnwrap(service.link)

@@ -117,4 +117,30 @@ final class ClientConfigCommandTests: XCTestCase {
         XCTAssertEqual(store.load()?.server, "ws://allspark.test:9080/")
         link.stop()
     }
+
+    /// Every key a server since 0.5 ships, applied within the box's bounds and kept for the next start.
+    func testEveryShippedKeyIsAppliedWithinTheBoundsAndKept() throws {
+        let server = InMemoryAllSparkServer()
+        server.clientConfig = """
+            {"type":"clientConfig","config":{"videoFormat":"none","videoChunkDurationMs":3600000,"videoBufferMaxMB":16000,"fps":15,
+             "audioFormat":"wav","timestampFormat":"txt","poseFormat":"json","depthFormat":"png","communicationsPolicy":{"wifi":true}}}
+            """
+        let stored = try StoredChunks(count: 0, now: server.clock.now)
+        let store = ServerSettingsStore(storageDirectory: stored.folder.path)
+        let log = LogCapture()
+        let link = server.makeLink(recorder: stored, store: store, logger: log.logger)
+        link.start()
+        server.clock.run()
+        let expected = RecordingTuning(videoFormat: .mp4, chunkDurationMs: ServerBounds.defaultMaxChunkMs, bufferMaxMB: 200,
+                                       recordsVideo: false, audioFormat: .wav, timestampFormat: .txt, framerate: 15)
+        XCTAssertEqual(stored.retunes, [expected])
+        XCTAssertEqual(store.load()?.tuning, expected)
+        XCTAssertEqual(store.load()?.fields, Set(ServerSettingsStore.Field.allCases).subtracting([.videoFormat]), "\"none\" keeps the container")
+        XCTAssertTrue(log.contains("videoBufferMaxMB 16000 is outside"), "the buffer clamp is logged")
+        XCTAssertTrue(log.contains("videoChunkDurationMs 3600000 is outside"), "the chunk clamp is logged")
+        XCTAssertTrue(log.contains("poseFormat \"json\" is not applicable"))
+        XCTAssertTrue(log.contains("depthFormat \"png\" is not applicable"))
+        XCTAssertFalse(log.contains("ignoring keys"), "communicationsPolicy is not an ignored key")
+        link.stop()
+    }
 }

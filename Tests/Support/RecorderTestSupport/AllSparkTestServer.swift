@@ -13,8 +13,12 @@ import SoupSupport
 ///   `{"status":"success","message":"Video uploaded successfully"}`; a binary
 ///   message with no open file earns "Metadata not received yet";
 /// - `chunkSaved` earns "Unknown message type" from an `.old` server and
-///   success from a `.new` one (which may then ask for the chunk with
-///   `uploadTimeRange`, as newer servers with auto-upload do);
+///   success from a `.new` one, which then asks for exactly that chunk with
+///   `uploadTimeRange` (`autoUpload`, on by default as on servers since 0.5);
+/// - uploads are filed as the servers file them:
+///   `<UTC date>/video|image|data/<clientName>/<filename>`, the date from the
+///   number after the last `_` of the name (milliseconds when larger than
+///   9,999,999,999), the kind from the mimetype;
 /// - any other JSON earns "Unknown message type", invalid JSON "Invalid JSON";
 /// - messages above 300 MB are refused (libsoup closes the connection);
 /// - `GET /api/health` and `GET /api/status` as the servers serve them.
@@ -28,6 +32,8 @@ public final class AllSparkTestServer {
         public var declaredSize: Int
         public var mimetype: String
         public var bytes: Int
+        /// Where it was filed, relative to `uploadDirectory`: `<UTC date>/<kind>/<clientName>/<filename>`.
+        public var path: String = ""
     }
 
     public let generation: Generation
@@ -37,8 +43,9 @@ public final class AllSparkTestServer {
     public let certificate: (certificate: String, key: String)?
     /// Sent as `clientConfig` to each new connection when set.
     public var clientConfig: String?
-    /// New servers only: answer each chunkSaved with an uploadTimeRange for it.
-    public var autoUpload = false
+    /// New servers only: answer each chunkSaved with an uploadTimeRange for exactly that chunk
+    /// (on by default, as on servers since 0.5).
+    public var autoUpload = true
     /// Refuse to open the upload file for these names (the "cannot open" error path).
     public var refuseFilenames: Set<String> = []
     /// Called with each upload's metadata as it arrives (tests kill the server here).
@@ -65,6 +72,8 @@ public final class AllSparkTestServer {
 
     private var server: WebSocketServer?
     private var openUpload: (metadata: Upload, handle: FileHandle)?
+    /// The clientName each connection introduced itself with.
+    private var names: [ObjectIdentifier: String] = [:]
 
     public static let maximumMessageBytes: UInt64 = 314_572_800
 
@@ -117,6 +126,7 @@ public final class AllSparkTestServer {
             }
         }, closed: { [unowned self, weak socket] _ in
             self.connections.removeAll { $0 === socket }
+            if let socket { self.names[ObjectIdentifier(socket)] = nil }
             self.openUpload = nil
         })
         if let clientConfig { socket.send(text: clientConfig) }
@@ -135,6 +145,7 @@ public final class AllSparkTestServer {
         switch json["type"] as? String {
         case "clientInfo":
             clientNames.append(json["clientName"] as? String ?? "")
+            names[ObjectIdentifier(socket)] = json["clientName"] as? String ?? ""
         case "chunkSaved" where generation == .new:
             reply(socket, success: true, "Chunk saved info received")
             if autoUpload, let start = json["startTime"] as? Double, let end = json["endTime"] as? Double {
@@ -147,9 +158,13 @@ public final class AllSparkTestServer {
             }
             onUploadMetadata?(filename)
             guard !connections.isEmpty else { return }   // killed from the hook
+            let mimetype = json["mimetype"] as? String ?? ""
+            let filed = Self.filedPath(filename: filename, mimetype: mimetype, clientName: names[ObjectIdentifier(socket)] ?? "")
             let metadata = Upload(filename: filename, declaredSize: json["filesize"] as? Int ?? -1,
-                                  mimetype: json["mimetype"] as? String ?? "", bytes: 0)
-            let path = uploadDirectory.url.appendingPathComponent((filename as NSString).lastPathComponent).path
+                                  mimetype: mimetype, bytes: 0, path: filed)
+            let url = uploadDirectory.url.appendingPathComponent(filed)
+            try? FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            let path = url.path
             guard !refuseFilenames.contains(filename), FileManager.default.createFile(atPath: path, contents: nil),
                   let handle = FileHandle(forWritingAtPath: path) else {
                 openUpload = nil
@@ -172,7 +187,7 @@ public final class AllSparkTestServer {
         openUpload = nil
         if !misbehaviour.isDisjoint(with: [.refuseEveryFile, .neverAnswerFiles]) {
             try? handle.close()
-            try? FileManager.default.removeItem(at: uploadDirectory.url.appendingPathComponent((metadata0.filename as NSString).lastPathComponent))
+            try? FileManager.default.removeItem(at: uploadDirectory.url.appendingPathComponent(metadata0.path))
             if misbehaviour.contains(.refuseEveryFile) { reply(socket, success: false, "Failed to write video data") }
             return
         }
@@ -184,9 +199,31 @@ public final class AllSparkTestServer {
         reply(socket, success: true, "Video uploaded successfully")
     }
 
-    /// The uploaded file's content.
+    /// The content of the last upload of `filename`, where it was filed.
     public func uploadedData(_ filename: String) -> Data? {
-        try? Data(contentsOf: uploadDirectory.url.appendingPathComponent(filename))
+        guard let upload = uploads.last(where: { $0.filename == filename }) else { return nil }
+        return try? Data(contentsOf: uploadDirectory.url.appendingPathComponent(upload.path))
+    }
+
+    /// `<UTC date>/video|image|data/<clientName>/<filename>` as servers file an upload. The
+    /// servers do not sanitise names; this test server keeps to its folder all the same (last
+    /// path component only), and a name without a time is filed under today.
+    public static func filedPath(filename: String, mimetype: String, clientName: String, now: Date = Date()) -> String {
+        let base = (filename as NSString).deletingPathExtension
+        var time = now.timeIntervalSince1970
+        if let underscore = base.lastIndex(of: "_"), let number = Double(base[base.index(after: underscore)...]) {
+            time = number > 9_999_999_999 ? number / 1000 : number
+        }
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "yyyy-MM-dd"
+        let kind = mimetype.hasPrefix("video/") ? "video" : mimetype.hasPrefix("image/") ? "image" : "data"
+        let safe = { (name: String) -> String in
+            let last = (name as NSString).lastPathComponent
+            return ["", ".", ".."].contains(last) ? "_" : last
+        }
+        return [formatter.string(from: Date(timeIntervalSince1970: time)), kind, safe(clientName), safe(filename)].joined(separator: "/")
     }
 }
 

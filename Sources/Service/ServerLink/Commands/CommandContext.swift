@@ -12,6 +12,8 @@ struct CommandContext {
     let uploads: UploadQueue?
     let bounds: ServerBounds
     let settingsStore: ServerSettingsStore?
+    /// False: the server's autoUpload requests are declined (`server.accept_auto_uploads`).
+    let acceptAutomaticUploads: Bool
     /// The server's address as logs and the settings store name it.
     let server: String
     let clock: LinkClock

@@ -10,6 +10,8 @@ struct UploadTimeRangeCommand {
     var end: Double
     /// Why, for the log ("uploadTimeRange [a, b) "message"", "record command …").
     var reason: String
+    /// The server's command, which may be its autoUpload (declined with `server.accept_auto_uploads = false`).
+    var fromServer = false
 
     init(start: Double, end: Double, reason: String) {
         self.start = start
@@ -21,12 +23,17 @@ struct UploadTimeRangeCommand {
     init(start: Double, end: Double, message: String?) {
         self.init(start: start, end: end,
                   reason: "uploadTimeRange [\(seconds(start)), \(seconds(end)))\(message.map { " \"\(loggable($0))\"" } ?? "")")
+        fromServer = true
     }
 
     func run(in context: CommandContext) {
         let logger = context.logger
         guard let uploads = context.uploads, let recorder = context.recorder else {
             logger.warning("\(reason): no recorder is attached to this link; nothing to upload")
+            return
+        }
+        if fromServer, !context.acceptAutomaticUploads, uploads.isAutomaticRequest(start: start, end: end) {
+            logger.notice("\(reason): the server's automatic request for the chunk just announced; declined (server.accept_auto_uploads = false)")
             return
         }
         let bounds = context.bounds
