@@ -50,7 +50,16 @@ final class Session {
 
     /// Ends this session's channel; `midFile`: half a streamed file is on the wire, so a
     /// close frame cannot follow it, only an abrupt close.
+    /// `chunkSaved` messages that got no reply go back to the front of the held ones, oldest
+    /// first: the server may never have read them (one shutting down stops reading), and with
+    /// its autoUpload an unread announcement is a chunk never asked for.
     func end(code: Int, reason: String, midFile: Bool) {
+        let unanswered = ledger.unansweredAnnouncements
+        if !unanswered.isEmpty {
+            announcements.texts.insert(contentsOf: unanswered, at: 0)
+            ledger = ReplyLedger()
+            logger.notice("\(unanswered.count) chunkSaved message(s) got no reply before the connection ended; they are sent again after reconnecting")
+        }
         replyTimer?.cancel()
         replyTimer = nil
         pendingBarrier = nil
@@ -63,7 +72,7 @@ final class Session {
         guard channel.isOpen, !ledger.isWaitingForUpload else { return }
         for text in announcements.texts {
             channel.send(text: text)
-            ledger.sent(.chunkSaved)
+            ledger.sent(.chunkSaved(text))
         }
         announcements.texts.removeAll()
     }

@@ -334,6 +334,57 @@ final class ServerLinkTests: XCTestCase {
         XCTAssertTrue(connectedThenDropped, "the silent connection was dropped: \(states)")
     }
 
+    /// A server after SIGTERM stops reading (no pongs, no replies, no close frame; the proxy in
+    /// front of the real test server does exactly that) while the recorder goes on finishing
+    /// chunks. The link drops it within 15 s, and every chunk whose chunkSaved got no reply
+    /// (sent into the deaf connection, or finished while disconnected) reaches the server that
+    /// replaces it, oldest first.
+    func testADeafServerIsDroppedWithin15sAndItsReplacementHearsOfEveryChunkFinishedMeanwhile() throws {
+        let first = try AllSparkTestServer()
+        let proxy = try DeafServerProxy(upstreamPort: first.port)
+        defer { proxy.stop() }
+        let storage = TemporaryDirectory()
+        let recorder = try makeRecorder(storage)
+        try recorder.start()
+        let link = try makeLink("ws://\(proxy.address)", recorder: recorder)
+        var drops = 0
+        link.onStateChange { if $0 == .disconnected { drops += 1 } }
+        link.start()
+        XCTAssertTrue(waitOnMainLoop(10) { first.texts.contains { $0.contains("chunkSaved") } })
+        proxy.goDeaf()
+        let deafAt = Date().timeIntervalSince1970
+        // 15 s is the functional bound; one more second for a loaded test machine.
+        XCTAssertTrue(waitOnMainLoop(16) { drops > 0 }, "a deaf server is dropped within 15 s")
+        let second = try AllSparkTestServer()
+        proxy.replace(with: second.port)
+
+        func announcedStarts(_ server: AllSparkTestServer) -> [Int64] {
+            server.texts.compactMap { text in
+                guard let json = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
+                      json["type"] as? String == "chunkSaved", let start = json["startTime"] as? Double else { return nil }
+                return Int64((start * 1000).rounded())
+            }
+        }
+        func milliseconds(_ chunk: ChunkRecord) -> Int64 { Int64((chunk.start * 1000).rounded()) }
+        // Every chunk finished is announced to one server or the other (the first may have read
+        // some before it went deaf, and answered them: those are not sent again).
+        func everyChunkAnnounced() -> Bool {
+            let heard = Set(announcedStarts(first) + announcedStarts(second))
+            return recorder.catalog.all.allSatisfy { heard.contains(milliseconds($0)) }
+        }
+        XCTAssertTrue(waitOnMainLoop(10) { link.state == .connected(.ws) && everyChunkAnnounced() })
+        XCTAssertTrue(stopAndWait(recorder))
+        XCTAssertTrue(waitOnMainLoop(5) { everyChunkAnnounced() })
+        link.stop()
+
+        let toSecond = announcedStarts(second)
+        let finishedAfterDeaf = recorder.catalog.all.filter { $0.end > deafAt + 0.5 }.map(milliseconds)
+        XCTAssertFalse(finishedAfterDeaf.isEmpty, "chunks were finished while the server was deaf or gone")
+        XCTAssertTrue(Set(finishedAfterDeaf).isSubset(of: Set(toSecond)), "each reached the replacement: \(finishedAfterDeaf) in \(toSecond)")
+        XCTAssertEqual(toSecond, toSecond.sorted(), "oldest first")
+        XCTAssertEqual(Set(toSecond).count, toSecond.count, "each once")
+    }
+
     func testWithoutASchemeTriesWssThenFallsBackToWsOnAPlainServer() throws {
         let server = try AllSparkTestServer()
         let link = try makeLink(server.address, recorder: nil)
