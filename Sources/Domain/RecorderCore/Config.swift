@@ -16,6 +16,8 @@ public struct RecorderConfig: Equatable, Sendable {
     public struct Device: Equatable, Sendable {
         /// Shown by the AllSpark server; defaults to the host name.
         public var name: String
+        /// No `device.name` was set: `name` is the host name, which `DeviceName` makes unique.
+        public var nameIsHostName = false
     }
     public struct Server: Equatable, Sendable {
         /// `host:port`, optionally with a scheme; empty means "use discovery".
@@ -300,7 +302,7 @@ public enum ConfigLoader {
         }
 
         var config = RecorderConfig(
-            device: .init(name: deviceName),
+            device: .init(name: deviceName, nameIsHostName: !reader.has("device.name")),
             server: .init(host: host, verifyTLS: verifyTLS, discovery: discovery,
                           reconnectDelaySeconds: reconnect, announceChunks: announce,
                           maxUploadMB: maxUpload, uploadAttempts: uploadAttempts),

@@ -28,7 +28,7 @@ enum ServerLinks {
             }
         }
         let link = make(config, address: address, control: recorder, announceChunks: config.server.announceChunks,
-                        settingsStore: ServerSettingsStore(storageDirectory: config.recording.storageDirectory))
+                        settingsStore: ServerSettingsStore(storageDirectory: config.recording.storageDirectory), logger: logger)
         // The camera is named after its pipeline description (e.g. "v4l2" for pipelines/v4l2.pipeline).
         let camera = ((config.recording.pipeline as NSString).lastPathComponent as NSString).deletingPathExtension
         recorder.onChunkFinished = { [weak link] chunk in
@@ -38,9 +38,11 @@ enum ServerLinks {
     }
 
     static func make(_ config: RecorderConfig, address: ServerAddress?, control: RecorderControl,
-                     announceChunks: Bool, settingsStore: ServerSettingsStore?) -> ServerLink {
+                     announceChunks: Bool, settingsStore: ServerSettingsStore?, logger: Logger) -> ServerLink {
         ServerLink(
-            address: address, deviceName: config.device.name, verifyTLS: config.server.verifyTLS,
+            address: address,
+            deviceName: DeviceName.resolve(config.device, storageDirectory: config.recording.storageDirectory, logger: logger),
+            verifyTLS: config.server.verifyTLS,
             reconnectDelay: config.server.reconnectDelaySeconds, recorder: control,
             announceChunks: announceChunks,
             uploadOptions: .init(maxBytes: config.server.maxUploadBytes, attempts: config.server.uploadAttempts),
