@@ -34,6 +34,8 @@ public struct RecorderConfig: Equatable, Sendable {
         public var maxUploadBytes: Int64 { Int64(maxUploadMB) * 1024 * 1024 }
         /// What the server may ask for (`max_request_future_s`, `min_buffer_mb`, `max_buffer_mb`, `max_record_duration_s`).
         public var bounds = ServerBounds()
+        /// How the time in uploaded file names is written: "ms" (servers since 0.5), "seconds" (older ones).
+        public var fileNames = UploadFileNames.milliseconds
     }
     public struct Recording: Equatable, Sendable {
         /// Absolute path of the pipeline description.
@@ -160,6 +162,7 @@ public enum ConfigLoader {
         Key(name: "server.announce_chunks", kind: .bool),
         Key(name: "server.max_upload_mb", kind: .integer),
         Key(name: "server.upload_attempts", kind: .integer),
+        Key(name: "server.file_names", kind: .string),
         Key(name: "server.max_request_future_s", kind: .number),
         Key(name: "server.min_buffer_mb", kind: .integer),
         Key(name: "server.max_buffer_mb", kind: .integer),
@@ -314,6 +317,11 @@ public enum ConfigLoader {
             pipelineVariables: variables,
             sourceFile: file)
         config.server.bounds = try serverBounds(reader, bufferMaxMB: bufferMax)
+        let fileNames = try reader.string("server.file_names", default: UploadFileNames.milliseconds.rawValue)
+        guard let naming = UploadFileNames(rawValue: fileNames) else {
+            throw ConfigError("\(reader.origin("server.file_names")): server.file_names = \"\(fileNames)\" is not allowed; use \"ms\" (servers since 0.5) or \"seconds\" (older servers)")
+        }
+        config.server.fileNames = naming
         config.console = try console(reader)
         return config
     }

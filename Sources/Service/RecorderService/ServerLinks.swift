@@ -45,7 +45,8 @@ enum ServerLinks {
             verifyTLS: config.server.verifyTLS,
             reconnectDelay: config.server.reconnectDelaySeconds, recorder: control,
             announceChunks: announceChunks,
-            uploadOptions: .init(maxBytes: config.server.maxUploadBytes, attempts: config.server.uploadAttempts),
+            uploadOptions: .init(maxBytes: config.server.maxUploadBytes, attempts: config.server.uploadAttempts,
+                                 fileNames: config.server.fileNames),
             bounds: config.server.bounds,
             settingsStore: settingsStore)
     }

@@ -48,6 +48,10 @@ final class Connection {
     /// server that never answers the TLS hello gives way to ws soon.
     private let handshakeDeadline: UInt32 = 5
     private let connector: LinkConnector
+    private let fileNames: UploadFileNames
+    /// Connections in a row that the server dropped within a second of an upload's metadata:
+    /// what servers before 0.5 do with every millisecond name.
+    private var dropsAtMetadata = 0
     private let clock: LinkClock
     private let logger: Logger
 
@@ -78,7 +82,8 @@ final class Connection {
     }
 
     init(address: ServerAddress?, verifyTLS: Bool, reconnectDelay: Double, keepAliveSeconds: Double,
-         connector: LinkConnector, clock: LinkClock, logger: Logger) {
+         fileNames: UploadFileNames = .milliseconds, connector: LinkConnector, clock: LinkClock, logger: Logger) {
+        self.fileNames = fileNames
         self.address = address
         self.verifyTLS = verifyTLS
         self.reconnectDelay = reconnectDelay
@@ -141,6 +146,8 @@ final class Connection {
 
     /// Half a frame may be on the wire: only a fresh connection is in a known state.
     func cut(because reason: String) {
+        // (A file send fails when the server drops the connection under it: a drop all the same.)
+        if let session { noteDrop(of: session) }
         session?.channel.abort(reason: reason)
         drop(code: 1001, reason: "")
         scheduleReconnect()
@@ -214,12 +221,32 @@ final class Connection {
             // Connections this link ended itself were logged (with why) when it ended them.
             guard let self, let session, session === self.session else { return }
             self.logger.warning("\(self.describe(ending))")
+            self.noteDrop(of: session)
             self.drop(code: 1000, reason: "")
             self.scheduleReconnect()
         })
         set(.connected(scheme))
         onOpen?(session)
     }
+
+    /// The server ended a connection (or it failed under a file): three times in a row within a second of an upload's
+    /// metadata is how a server before 0.5 answers a millisecond file name.
+    private func noteDrop(of session: Session) {
+        guard let sent = session.lastMetadataSent, clock.now.timeIntervalSince(sent) <= 1 else {
+            dropsAtMetadata = 0
+            return
+        }
+        dropsAtMetadata += 1
+        guard dropsAtMetadata == 3 else { return }
+        if fileNames == .milliseconds {
+            logger.warning("server \(address?.description ?? ""): the connection was dropped within a second of an upload's metadata three times in a row; the server may be older than 0.5, which takes the millisecond time in chunk_<ms> names for seconds and drops the connection. If so, set server.file_names = \"seconds\" (or update the server)")
+        } else {
+            logger.warning("server \(address?.description ?? ""): the connection was dropped within a second of an upload's metadata three times in a row (server.file_names = \"seconds\" already)")
+        }
+    }
+
+    /// An upload was received: the server takes this link's file names.
+    func uploadReceived() { dropsAtMetadata = 0 }
 
     /// Who ended the connection and why, for the log.
     private func describe(_ ending: WebSocket.Ending) -> String {

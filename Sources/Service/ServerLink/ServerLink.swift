@@ -62,8 +62,12 @@ public final class ServerLink {
         /// the chunk sent again.
         public var replyTimeout: Double
         public var replyBytesPerSecond: Double
+        /// How the time in an uploaded file's name is written (`server.file_names`).
+        public var fileNames: UploadFileNames
         public init(maxBytes: Int64 = 300 * 1_048_576, attempts: Int = 5, retryDelay: Double = 2,
-                    replyTimeout: Double = 30, replyBytesPerSecond: Double = 1_000_000) {
+                    replyTimeout: Double = 30, replyBytesPerSecond: Double = 1_000_000,
+                    fileNames: UploadFileNames = .milliseconds) {
+            self.fileNames = fileNames
             self.maxBytes = maxBytes
             self.attempts = attempts
             self.retryDelay = retryDelay
@@ -116,7 +120,8 @@ public final class ServerLink {
         self.bounds = bounds
         self.clock = clock
         connection = Connection(address: address, verifyTLS: verifyTLS, reconnectDelay: reconnectDelay,
-                                keepAliveSeconds: keepAliveSeconds, connector: connector, clock: clock, logger: logger)
+                                keepAliveSeconds: keepAliveSeconds, fileNames: uploadOptions.fileNames,
+                                connector: connector, clock: clock, logger: logger)
         uploads = recorder.map {
             UploadQueue(catalog: $0.catalog, maxBytes: uploadOptions.maxBytes, maxAttempts: uploadOptions.attempts,
                         retryDelay: uploadOptions.retryDelay, clock: clock, logger: logger)
@@ -130,6 +135,9 @@ public final class ServerLink {
         connection.onOpen = { [unowned self] session in
             session.introduce(as: deviceName)
             uploads?.pump()
+        }
+        if uploadOptions.fileNames == .seconds {
+            logger.notice("server.file_names = \"seconds\": files are uploaded as <name>_<epoch s> for servers before 0.5 (the files on disk keep their millisecond names)")
         }
         if !verifyTLS {
             logger.warning("server.verify_tls = false: any TLS certificate is accepted, including self-signed ones")

@@ -29,6 +29,8 @@ final class Session {
     /// The ping sent after the upload in flight's file, and which file it follows.
     private var pendingBarrier: (payload: String, file: String)?
     private var barrierCount = 0
+    /// When the last upload metadata was sent (a server before 0.5 drops the connection right after it).
+    private(set) var lastMetadataSent: Date?
 
     init(channel: LinkChannel, connection: Connection, uploads: UploadQueue?, announcements: HeldAnnouncements,
          options: ServerLink.UploadOptions, clock: LinkClock, logger: Logger, context: @escaping () -> CommandContext) {
@@ -117,6 +119,7 @@ final class Session {
         case .upload(let file, let ok, let message):
             replyTimer?.cancel()
             replyTimer = nil
+            if ok { connection.uploadReceived() }
             uploads?.finished(file, success: ok, message: message.map { loggable($0) })
             sendHeldAnnouncements()
         case .noted(let file):
@@ -134,8 +137,10 @@ final class Session {
 
     /// Sends the metadata, then the file as one binary message, then a ping whose pong settles the upload.
     func sendUpload(_ chunk: ChunkRecord, file: OpenedFile) {
+        // Only the name the server files it under follows server.file_names; the file on disk keeps its own.
         channel.send(text: ClientMessage.text(ClientMessage.UploadMetadata(
-            filename: chunk.file, filesize: chunk.size, mimetype: chunk.format.mimeType)))
+            filename: options.fileNames.wireName(chunk.file), filesize: chunk.size, mimetype: chunk.format.mimeType)))
+        lastMetadataSent = clock.now
         ledger.sent(.upload(chunk.file))
         let bound = options.replyTimeout + Double(chunk.size) / options.replyBytesPerSecond
         replyTimer?.cancel()
