@@ -26,7 +26,8 @@ public struct RecorderConfig: Equatable, Sendable {
         public var discovery: Bool
         public var reconnectDelaySeconds: Double
         public var announceChunks: Bool
-        /// Largest file sent as one upload message; servers cap a message at about 300 MB.
+        /// The server's cap on one message, in MiB (300: aiohttp's max_msg_size); a file of this size
+        /// or more is not sent (servers accept one byte less at most).
         public var maxUploadMB: Int
         /// Tries per chunk before an upload is given up (a reconnect in between counts one).
         public var uploadAttempts: Int

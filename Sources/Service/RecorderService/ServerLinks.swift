@@ -27,10 +27,11 @@ enum ServerLinks {
                 return nil
             }
         }
+        // The camera is the device: chunkSaved names it as clientInfo does (the name the server files uploads by).
+        let camera = DeviceName.resolve(config.device, storageDirectory: config.recording.storageDirectory, logger: logger)
         let link = make(config, address: address, control: recorder, announceChunks: config.server.announceChunks,
-                        settingsStore: ServerSettingsStore(storageDirectory: config.recording.storageDirectory), logger: logger)
-        // The camera is named after its pipeline description (e.g. "v4l2" for pipelines/v4l2.pipeline).
-        let camera = ((config.recording.pipeline as NSString).lastPathComponent as NSString).deletingPathExtension
+                        settingsStore: ServerSettingsStore(storageDirectory: config.recording.storageDirectory),
+                        deviceName: camera, logger: logger)
         recorder.onChunkFinished = { [weak link] chunk in
             link?.chunkFinished(chunk.record, fps: chunk.framesPerSecond, width: chunk.width, height: chunk.height, camera: camera)
         }
@@ -38,10 +39,12 @@ enum ServerLinks {
     }
 
     static func make(_ config: RecorderConfig, address: ServerAddress?, control: RecorderControl,
-                     announceChunks: Bool, settingsStore: ServerSettingsStore?, logger: Logger) -> ServerLink {
+                     announceChunks: Bool, settingsStore: ServerSettingsStore?, deviceName: String? = nil,
+                     logger: Logger) -> ServerLink {
         ServerLink(
             address: address,
-            deviceName: DeviceName.resolve(config.device, storageDirectory: config.recording.storageDirectory, logger: logger),
+            deviceName: deviceName
+                ?? DeviceName.resolve(config.device, storageDirectory: config.recording.storageDirectory, logger: logger),
             verifyTLS: config.server.verifyTLS,
             reconnectDelay: config.server.reconnectDelaySeconds, recorder: control,
             announceChunks: announceChunks,
