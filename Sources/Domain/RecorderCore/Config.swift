@@ -37,6 +37,8 @@ public struct RecorderConfig: Equatable, Sendable {
         public var bounds = ServerBounds()
         /// How the time in uploaded file names is written: "ms" (servers since 0.5), "seconds" (older ones).
         public var fileNames = UploadFileNames.milliseconds
+        /// Block with rfkill the radios the server's communicationsPolicy forbids (never the one the link uses).
+        public var enforceCommunicationsPolicy = false
     }
     public struct Recording: Equatable, Sendable {
         /// Absolute path of the pipeline description.
@@ -164,6 +166,7 @@ public enum ConfigLoader {
         Key(name: "server.max_upload_mb", kind: .integer),
         Key(name: "server.upload_attempts", kind: .integer),
         Key(name: "server.file_names", kind: .string),
+        Key(name: "server.enforce_communications_policy", kind: .bool),
         Key(name: "server.max_request_future_s", kind: .number),
         Key(name: "server.min_buffer_mb", kind: .integer),
         Key(name: "server.max_buffer_mb", kind: .integer),
@@ -323,6 +326,7 @@ public enum ConfigLoader {
             throw ConfigError("\(reader.origin("server.file_names")): server.file_names = \"\(fileNames)\" is not allowed; use \"ms\" (servers since 0.5) or \"seconds\" (older servers)")
         }
         config.server.fileNames = naming
+        config.server.enforceCommunicationsPolicy = try reader.bool("server.enforce_communications_policy", default: false)
         config.console = try console(reader)
         return config
     }

@@ -32,6 +32,11 @@ enum ServerLinks {
         let link = make(config, address: address, control: recorder, announceChunks: config.server.announceChunks,
                         settingsStore: ServerSettingsStore(storageDirectory: config.recording.storageDirectory),
                         deviceName: camera, logger: logger)
+        // The policy is always logged; with server.enforce_communications_policy radios it forbids are blocked.
+        let policy = CommunicationsPolicyEnforcer(enforce: config.server.enforceCommunicationsPolicy, logger: logger) { [weak link] in
+            link?.localAddress.flatMap(NetworkMedium.interface(holding:)).flatMap { NetworkMedium.of(interface: $0) }
+        }
+        link.onCommunicationsPolicy = { policy.apply($0) }
         recorder.onChunkFinished = { [weak link] chunk in
             link?.chunkFinished(chunk.record, fps: chunk.framesPerSecond, width: chunk.width, height: chunk.height, camera: camera)
         }

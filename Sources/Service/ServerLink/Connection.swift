@@ -62,6 +62,8 @@ final class Connection {
     var onOpen: ((Session) -> Void)?
     var stateObservers: [(ServerLink.State) -> Void] = []
     var onConnectAttempt: ((String) -> Void)?
+    /// The server's `communicationsPolicy`, each time a `clientConfig` holds one.
+    var onCommunicationsPolicy: ((CommunicationsPolicy) -> Void)?
 
     /// The session on the connected channel, if any.
     private(set) var session: Session?

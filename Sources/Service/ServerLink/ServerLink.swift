@@ -165,6 +165,15 @@ public final class ServerLink {
         }
     }
 
+    /// The server's `communicationsPolicy`, each time its `clientConfig` holds one (on the main loop).
+    public var onCommunicationsPolicy: ((CommunicationsPolicy) -> Void)? {
+        get { connection.onCommunicationsPolicy }
+        set { connection.onCommunicationsPolicy = newValue }
+    }
+
+    /// This side's IP address on the current connection (which interface the link uses), if connected.
+    public var localAddress: String? { connection.session?.channel.localAddress }
+
     /// Each upload that ended: the chunk's file name and whether the server received it.
     public var onUploadFinished: ((String, Bool) -> Void)? {
         get { uploads?.onFinished }

@@ -91,6 +91,12 @@ final class Session {
             logger.warning("server message ignored: \(rejection)")
         case .success(.clientConfig(let update)):
             ClientConfigCommand(update: update).run(in: context())
+            if let policy = CommunicationsPolicy.fromClientConfig(text) {
+                for (medium, why) in policy.rejected.sorted(by: { $0.key < $1.key }) {
+                    logger.warning("clientConfig: communicationsPolicy.\(loggable(medium)) rejected: \(why)")
+                }
+                connection.onCommunicationsPolicy?(policy)
+            }
         case .success(.uploadTimeRange(let start, let end, let message)):
             UploadTimeRangeCommand(start: start, end: end, message: message).run(in: context())
         case .success(.record(let message, let duration, let autoUpload)):

@@ -40,6 +40,8 @@ public final class InMemoryChannel: LinkChannel {
     /// nowhere (no pongs, no replies, no close frame), a file being sent never completes
     /// (its completion fails when the channel ends), and the peer sends nothing either.
     public var isDeaf = false
+    /// This side's address as the link sees it (nil: unknown).
+    public var localAddress: String?
     private var stalledSends: [(Result<Void, WebSocketError>) -> Void] = []
 
     public init(clock: TestClock, peer: InMemoryPeer?) {

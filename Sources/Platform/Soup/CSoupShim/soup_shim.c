@@ -121,6 +121,27 @@ static AsGatedOutputStream *gate_of(SoupWebsocketConnection *connection) {
 
 gboolean as_websocket_can_stream(SoupWebsocketConnection *connection) { return gate_of(connection) != NULL; }
 
+char *as_websocket_local_address(SoupWebsocketConnection *connection) {
+    AsGatedOutputStream *gate = gate_of(connection);
+    if (!gate) return NULL;
+    GIOStream *io = g_object_ref(gate->connection);
+    if (G_IS_TLS_CONNECTION(io)) {
+        GIOStream *base = NULL;
+        g_object_get(io, "base-io-stream", &base, NULL);   // a new reference
+        g_object_unref(io);
+        io = base;
+    }
+    char *text = NULL;
+    if (io && G_IS_SOCKET_CONNECTION(io)) {
+        GSocketAddress *address = g_socket_connection_get_local_address(G_SOCKET_CONNECTION(io), NULL);
+        if (address && G_IS_INET_SOCKET_ADDRESS(address))
+            text = g_inet_address_to_string(g_inet_socket_address_get_address(G_INET_SOCKET_ADDRESS(address)));
+        if (address) g_object_unref(address);
+    }
+    if (io) g_object_unref(io);
+    return text;
+}
+
 guint64 as_websocket_streamed_bytes(SoupWebsocketConnection *connection) {
     AsGatedOutputStream *gate = gate_of(connection);
     return gate ? gate->streamed : 0;

@@ -36,6 +36,10 @@ gboolean as_websocket_can_stream(SoupWebsocketConnection *connection);
 /// file goes out to a peer that reads, stops when the peer (or the path to it) stops.
 guint64 as_websocket_streamed_bytes(SoupWebsocketConnection *connection);
 
+/// This side's IP address on the connection (the interface it goes out by), or NULL;
+/// free with g_free. Only connections opened by as_websocket_connect_async.
+char *as_websocket_local_address(SoupWebsocketConnection *connection);
+
 typedef void (*AsSendDone)(gboolean ok, const char *error_message, gpointer user_data);
 
 /// Sends the file at `path` as one binary message, read and written 1 MiB
