@@ -385,6 +385,41 @@ final class ServerLinkTests: XCTestCase {
         XCTAssertEqual(Set(toSecond).count, toSecond.count, "each once")
     }
 
+    /// The same deaf server, but it stops reading in the middle of a file: the pings wait behind
+    /// the file's frame, so the file's progress is the sign of life, and it stops once the socket
+    /// buffers are full. The upload in flight must not hide the dead server; the file then goes
+    /// to the replacement, whole.
+    func testADeafServerIsDroppedWithin15sWhileAFileIsGoingOutToIt() throws {
+        let first = try AllSparkTestServer()
+        let proxy = try DeafServerProxy(upstreamPort: first.port)
+        defer { proxy.stop() }
+        let stored = try StoredChunks(count: 0)
+        // Far more than the loopback socket buffers can hold, so the send really stalls.
+        let contents = Data(repeating: 0x5A, count: 48_000_000)
+        let chunk = try stored.add(start: Date().timeIntervalSince1970 - 60, seconds: 10, contents: contents)
+        let log = LogCapture()
+        let link = ServerLink(address: try ServerAddress(parsing: "ws://\(proxy.address)"), deviceName: "Door (x86)",
+                              verifyTLS: true, reconnectDelay: 0.3, recorder: stored, announceChunks: false,
+                              uploadOptions: .init(attempts: 3, retryDelay: 0.2), logger: log.logger)
+        var drops = 0
+        link.onStateChange { if $0 == .disconnected { drops += 1 } }
+        link.start()
+        XCTAssertTrue(waitOnMainLoop(5) { link.state == .connected(.ws) && first.connections.count == 1 })
+        // The metadata and the first 4 MB of the file reach the server; then it reads no more.
+        proxy.goDeaf(afterClientBytes: 4_000_000)
+        first.connections[0].send(text: #"{"command":"uploadTimeRange","startTime":\#(chunk.start),"endTime":\#(chunk.end)}"#)
+        // 15 s is the functional bound; one more second for a loaded test machine.
+        XCTAssertTrue(waitOnMainLoop(16) { drops > 0 }, "a server deaf in the middle of a file is dropped within 15 s: \(log.text)")
+        XCTAssertTrue(log.contains("no pong, reply or progress of the file being sent"), log.text)
+        XCTAssertTrue(first.uploads.isEmpty, "the deaf server never got the whole file")
+
+        let second = try AllSparkTestServer()
+        proxy.replace(with: second.port)
+        XCTAssertTrue(waitOnMainLoop(15) { second.uploads.count == 1 && link.pendingUploads == 0 }, log.text)
+        link.stop()
+        XCTAssertEqual(second.uploadedData(chunk.file), contents, "the whole file, byte for byte, at the replacement")
+    }
+
     func testWithoutASchemeTriesWssThenFallsBackToWsOnAPlainServer() throws {
         let server = try AllSparkTestServer()
         let link = try makeLink(server.address, recorder: nil)

@@ -41,6 +41,8 @@ public final class DeafServerProxy {
         init(client: Int32, server: Int32) { self.client = client; self.server = server }
     }
     private var pairs: [Pair] = []
+    /// Bytes from clients still to forward before going deaf (`goDeaf(afterClientBytes:)`).
+    private var clientBytesBeforeDeaf: Int?
 
     /// Listens on a free loopback port and forwards to `upstreamPort` on loopback.
     public init(upstreamPort: Int) throws {
@@ -70,8 +72,22 @@ public final class DeafServerProxy {
     /// The server stops reading: every open connection freezes both ways, new ones are refused.
     public func goDeaf() {
         condition.lock()
+        freezeAll()
+        condition.unlock()
+    }
+
+    /// With the lock held.
+    private func freezeAll() {
+        clientBytesBeforeDeaf = nil
         upstreamPort = nil
         for pair in pairs { pair.frozen = true }
+    }
+
+    /// Goes deaf once `count` more bytes from clients have been forwarded (say, in the middle
+    /// of a file being uploaded, at a byte the test chooses rather than when a callback runs).
+    public func goDeaf(afterClientBytes count: Int) {
+        condition.lock()
+        clientBytesBeforeDeaf = count
         condition.unlock()
     }
 
@@ -122,8 +138,8 @@ public final class DeafServerProxy {
             condition.lock()
             pairs.append(pair)
             condition.unlock()
-            Thread { [weak self] in self?.copy(from: client, to: server, pair) }.start()
-            Thread { [weak self] in self?.copy(from: server, to: client, pair) }.start()
+            Thread { [weak self] in self?.copy(from: client, to: server, pair, fromClient: true) }.start()
+            Thread { [weak self] in self?.copy(from: server, to: client, pair, fromClient: false) }.start()
         }
         close(listener)
     }
@@ -149,17 +165,35 @@ public final class DeafServerProxy {
         return !pair.closed && !stopped
     }
 
-    private func copy(from source: Int32, to destination: Int32, _ pair: Pair) {
+    /// How much of `count` bytes read from a client may still go through; freezes everything
+    /// once the budget set by `goDeaf(afterClientBytes:)` is spent.
+    /// `counted`: the bytes were measured against the budget (they go through even though
+    /// spending it froze the pair).
+    private func forwardable(_ count: Int) -> (allowed: Int, counted: Bool) {
+        condition.lock()
+        defer { condition.unlock() }
+        guard let budget = clientBytesBeforeDeaf else { return (count, false) }
+        let allowed = min(count, budget)
+        clientBytesBeforeDeaf = budget - allowed
+        if budget - allowed == 0 { freezeAll() }
+        return (allowed, true)
+    }
+
+    private func copy(from source: Int32, to destination: Int32, _ pair: Pair, fromClient: Bool) {
         var buffer = [UInt8](repeating: 0, count: 64 * 1024)
         loop: while waitWhileFrozen(pair) {
             let count = buffer.withUnsafeMutableBytes { read(source, $0.baseAddress, $0.count) }
             if count < 0, errno == EINTR { continue }
             guard count > 0 else { break }
-            // Read just as it froze: held, not forwarded (a deaf server would not have read it).
-            guard waitWhileFrozen(pair) else { break }
+            let (through, counted) = fromClient ? forwardable(count) : (count, false)
+            // Bytes before the deaf point go through; a read just as it froze, and the rest of a
+            // read past the deaf point, are never forwarded (a deaf server would not have read them).
+            if !counted {
+                guard waitWhileFrozen(pair) else { break }
+            }
             var sent = 0
-            while sent < count {
-                let n = buffer.withUnsafeBytes { write(destination, $0.baseAddress! + sent, count - sent) }
+            while sent < through {
+                let n = buffer.withUnsafeBytes { write(destination, $0.baseAddress! + sent, through - sent) }
                 if n < 0, errno == EINTR { continue }
                 guard n > 0 else { break loop }
                 sent += n
