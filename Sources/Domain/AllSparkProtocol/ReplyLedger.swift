@@ -25,11 +25,16 @@
 /// be wrong. It reports `.untrusted`; the connection must then be dropped
 /// and whatever was not confirmed sent again on a fresh one.
 ///
+/// A `chunkSaved` is written down with its text: when a connection ends,
+/// `unansweredAnnouncements` are the ones the server may never have read (a
+/// server shutting down stops reading), to announce again on the next one.
+///
 /// Pure value type; the connection owns one per socket and starts a fresh
 /// one on reconnect (a new connection owes no old replies).
 public struct ReplyLedger<Upload: Equatable>: Equatable {
     public enum Entry: Equatable {
-        case chunkSaved
+        /// A `chunkSaved`, with its text (to send again if it gets no reply).
+        case chunkSaved(String)
         case upload(Upload)
     }
 
@@ -54,7 +59,7 @@ public struct ReplyLedger<Upload: Equatable>: Equatable {
     }
 
     enum Owed: Equatable {
-        case chunkSaved
+        case chunkSaved(String)
         /// An upload: the replies it got so far, and whether its file is sent and the barrier after it came back.
         case upload(Upload, replies: [Reply], barrier: Bool)
     }
@@ -65,12 +70,22 @@ public struct ReplyLedger<Upload: Equatable>: Equatable {
     public init() {}
 
     public var awaiting: [Entry] {
-        owed.map { if case .upload(let u, _, _) = $0 { return .upload(u) } else { return .chunkSaved } }
+        owed.map {
+            switch $0 {
+            case .chunkSaved(let text): return .chunkSaved(text)
+            case .upload(let u, _, _): return .upload(u)
+            }
+        }
+    }
+
+    /// The `chunkSaved` texts still owed a reply, oldest first.
+    public var unansweredAnnouncements: [String] {
+        owed.compactMap { if case .chunkSaved(let text) = $0 { return text } else { return nil } }
     }
 
     public mutating func sent(_ entry: Entry) {
         switch entry {
-        case .chunkSaved: owed.append(.chunkSaved)
+        case .chunkSaved(let text): owed.append(.chunkSaved(text))
         case .upload(let u): owed.append(.upload(u, replies: [], barrier: false))
         }
     }

@@ -16,6 +16,8 @@ public struct RecorderConfig: Equatable, Sendable {
     public struct Device: Equatable, Sendable {
         /// Shown by the AllSpark server; defaults to the host name.
         public var name: String
+        /// No `device.name` was set: `name` is the host name, which `DeviceName` makes unique.
+        public var nameIsHostName = false
     }
     public struct Server: Equatable, Sendable {
         /// `host:port`, optionally with a scheme; empty means "use discovery".
@@ -24,7 +26,8 @@ public struct RecorderConfig: Equatable, Sendable {
         public var discovery: Bool
         public var reconnectDelaySeconds: Double
         public var announceChunks: Bool
-        /// Largest file sent as one upload message; servers cap a message at about 300 MB.
+        /// The server's cap on one message, in MiB (300: aiohttp's max_msg_size); a file of this size
+        /// or more is not sent (servers accept one byte less at most).
         public var maxUploadMB: Int
         /// Tries per chunk before an upload is given up (a reconnect in between counts one).
         public var uploadAttempts: Int
@@ -37,6 +40,10 @@ public struct RecorderConfig: Equatable, Sendable {
         /// What the server may ask for (`max_request_future_s`, `min_buffer_mb`, `max_buffer_mb`, `min_chunk_ms`,
         /// `max_chunk_ms`, `max_record_duration_s`).
         public var bounds = ServerBounds()
+        /// How the time in uploaded file names is written: "ms" (servers since 0.5), "seconds" (older ones).
+        public var fileNames = UploadFileNames.milliseconds
+        /// Block with rfkill the radios the server's communicationsPolicy forbids (never the one the link uses).
+        public var enforceCommunicationsPolicy = false
     }
     public struct Recording: Equatable, Sendable {
         /// Absolute path of the pipeline description.
@@ -171,6 +178,8 @@ public enum ConfigLoader {
         Key(name: "server.announce_chunks", kind: .bool),
         Key(name: "server.max_upload_mb", kind: .integer),
         Key(name: "server.upload_attempts", kind: .integer),
+        Key(name: "server.file_names", kind: .string),
+        Key(name: "server.enforce_communications_policy", kind: .bool),
         Key(name: "server.max_request_future_s", kind: .number),
         Key(name: "server.min_buffer_mb", kind: .integer),
         Key(name: "server.max_buffer_mb", kind: .integer),
@@ -329,7 +338,7 @@ public enum ConfigLoader {
         }
 
         var config = RecorderConfig(
-            device: .init(name: deviceName),
+            device: .init(name: deviceName, nameIsHostName: !reader.has("device.name")),
             server: .init(host: host, verifyTLS: verifyTLS, discovery: discovery,
                           reconnectDelaySeconds: reconnect, announceChunks: announce,
                           maxUploadMB: maxUpload, uploadAttempts: uploadAttempts,
@@ -343,6 +352,12 @@ public enum ConfigLoader {
             pipelineVariables: variables,
             sourceFile: file)
         config.server.bounds = try serverBounds(reader, bufferMaxMB: bufferMax)
+        let fileNames = try reader.string("server.file_names", default: UploadFileNames.milliseconds.rawValue)
+        guard let naming = UploadFileNames(rawValue: fileNames) else {
+            throw ConfigError("\(reader.origin("server.file_names")): server.file_names = \"\(fileNames)\" is not allowed; use \"ms\" (servers since 0.5) or \"seconds\" (older servers)")
+        }
+        config.server.fileNames = naming
+        config.server.enforceCommunicationsPolicy = try reader.bool("server.enforce_communications_policy", default: false)
         config.console = try console(reader)
         return config
     }

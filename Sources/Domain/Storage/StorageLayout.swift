@@ -9,9 +9,12 @@ public enum StorageLayout {
     public static let serverLinkFileName = "server-link.json"
     /// The console password's salted hash (`ConsolePassword` in Console).
     public static let consolePasswordFileName = "console-password.json"
+    /// The suffix drawn once for a host name used as the device name (`DeviceName` in RecorderCore).
+    public static let deviceNameFileName = "device-name.json"
     /// Hidden folder of pins shared by every process using the folder (`SharedPins`).
     public static let pinsFolderName = ".pins"
     /// Files written with `StorageFolder.writeAtomically`, whose temporaries
     /// a crash may leave behind.
-    public static let atomicallyWritten = [indexFileName, serverSettingsFileName, serverLinkFileName, consolePasswordFileName]
+    public static let atomicallyWritten = [indexFileName, serverSettingsFileName, serverLinkFileName, consolePasswordFileName,
+                                           deviceNameFileName]
 }

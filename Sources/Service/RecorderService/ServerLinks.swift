@@ -27,10 +27,16 @@ enum ServerLinks {
                 return nil
             }
         }
+        // The camera is the device: chunkSaved names it as clientInfo does (the name the server files uploads by).
+        let camera = DeviceName.resolve(config.device, storageDirectory: config.recording.storageDirectory, logger: logger)
         let link = make(config, address: address, control: recorder, announceChunks: config.server.announceChunks,
-                        settingsStore: ServerSettingsStore(storageDirectory: config.recording.storageDirectory))
-        // The camera is named after its pipeline description (e.g. "v4l2" for pipelines/v4l2.pipeline).
-        let camera = ((config.recording.pipeline as NSString).lastPathComponent as NSString).deletingPathExtension
+                        settingsStore: ServerSettingsStore(storageDirectory: config.recording.storageDirectory),
+                        deviceName: camera, logger: logger)
+        // The policy is always logged; with server.enforce_communications_policy radios it forbids are blocked.
+        let policy = CommunicationsPolicyEnforcer(enforce: config.server.enforceCommunicationsPolicy, logger: logger) { [weak link] in
+            link?.localAddress.flatMap(NetworkMedium.interface(holding:)).flatMap { NetworkMedium.of(interface: $0) }
+        }
+        link.onCommunicationsPolicy = { policy.apply($0) }
         recorder.onChunkFinished = { [weak link] chunk in
             link?.chunkFinished(chunk.record, fps: chunk.framesPerSecond, width: chunk.width, height: chunk.height, camera: camera)
         }
@@ -38,14 +44,19 @@ enum ServerLinks {
     }
 
     static func make(_ config: RecorderConfig, address: ServerAddress?, control: RecorderControl,
-                     announceChunks: Bool, settingsStore: ServerSettingsStore?) -> ServerLink {
+                     announceChunks: Bool, settingsStore: ServerSettingsStore?, deviceName: String? = nil,
+                     logger: Logger) -> ServerLink {
         ServerLink(
-            address: address, deviceName: config.device.name, verifyTLS: config.server.verifyTLS,
+            address: address,
+            deviceName: deviceName
+                ?? DeviceName.resolve(config.device, storageDirectory: config.recording.storageDirectory, logger: logger),
+            verifyTLS: config.server.verifyTLS,
             reconnectDelay: config.server.reconnectDelaySeconds, recorder: control,
             announceChunks: announceChunks,
             uploadOptions: .init(maxBytes: config.server.maxUploadBytes, attempts: config.server.uploadAttempts,
                                  maxBytesPerSecond: ServerLink.UploadOptions.bytesPerSecond(kbps: config.server.maxUploadKbps),
-                                 acceptAutomaticRequests: config.server.acceptAutoUploads),
+                                 acceptAutomaticRequests: config.server.acceptAutoUploads,
+                                 fileNames: config.server.fileNames),
             bounds: config.server.bounds,
             settingsStore: settingsStore)
     }

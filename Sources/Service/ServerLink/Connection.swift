@@ -7,8 +7,27 @@ import SoupSupport
 /// The socket lifecycle of a link: tries the address's schemes in order
 /// (wss, then ws only when the server does not speak TLS at all, never after
 /// a certificate failure), gives each attempt one handshake deadline, opens
-/// a `Session` per connected channel, watches it with keep-alive pings, and
+/// a `Session` per connected channel, watches it for a silent peer, and
 /// reconnects after a loss, forever, until stopped.
+///
+/// A silent peer: a server after SIGTERM stops reading its connections (no
+/// pongs, no replies, no close frame) for minutes; a crashed host or a cut
+/// cable says nothing at all. The rule that notices either within
+/// `silenceLimit` plus one watchdog tick, whatever is being sent:
+/// - libsoup pings every `keepAlive` seconds; every message, every pong and
+///   every byte of a streamed file that the connection takes counts as
+///   hearing from the peer;
+/// - while a file goes out as one binary frame, pings cannot be sent (no
+///   frame may start inside another: libsoup queues them, the shim's gate
+///   holds them until the file's frame ends), so no pong can come back. The
+///   file's progress is then the sign of life: a peer that reads keeps taking
+///   bytes; a deaf one stops taking them once the socket buffers between the
+///   two are full (a crashed host at once). So an upload in flight never
+///   hides a dead peer for longer than it takes to fill those buffers, and a
+///   slow peer that still reads is not taken for dead;
+/// - nothing heard for `silenceLimit` (three ping intervals): the peer is
+///   taken for dead, the connection dropped and a new one tried. What earned
+///   no reply on it is sent again there (Session.end, UploadQueue).
 ///
 /// It is the upload queue's transport: uploads go out through the current session.
 ///
@@ -18,12 +37,21 @@ final class Connection {
     private(set) var address: ServerAddress?
     private let verifyTLS: Bool
     private let reconnectDelay: Double
-    /// Seconds between keep-alive pings; a peer silent for three of them is taken for dead.
+    /// Seconds between keep-alive pings.
     private let keepAlive: Double
+    /// A peer not heard from for this long is taken for dead: three ping intervals, so one or
+    /// two pings (or pongs) lost or late are not a reason to drop a working connection.
+    private var silenceLimit: Double { 3 * keepAlive }
+    /// How often the watchdog looks: the drop comes at most this long after `silenceLimit`.
+    private let watchdogTick: Double = 1
     /// Connect, TLS and the HTTP upgrade together. Short enough that a wss attempt on a
     /// server that never answers the TLS hello gives way to ws soon.
     private let handshakeDeadline: UInt32 = 5
     private let connector: LinkConnector
+    private let fileNames: UploadFileNames
+    /// Connections in a row that the server dropped within a second of an upload's metadata:
+    /// what servers before 0.5 do with every millisecond name.
+    private var dropsAtMetadata = 0
     private let clock: LinkClock
     private let logger: Logger
 
@@ -34,18 +62,21 @@ final class Connection {
     var onOpen: ((Session) -> Void)?
     var stateObservers: [(ServerLink.State) -> Void] = []
     var onConnectAttempt: ((String) -> Void)?
+    /// The server's `communicationsPolicy`, each time a `clientConfig` holds one.
+    var onCommunicationsPolicy: ((CommunicationsPolicy) -> Void)?
 
     /// The session on the connected channel, if any.
     private(set) var session: Session?
     private var reconnectTimer: LinkTimer?
     private var watchdog: LinkTimer?
     private var lastHeard: Date
+    /// The channel's `streamedBytes` when the watchdog last looked.
+    private var lastStreamed: UInt64 = 0
     private var stopped = true
     /// Increases with every connection attempt, so callbacks of an abandoned attempt are ignored.
     private var attempt = 0
-    /// A file is going out: pings and pongs wait behind it, so silence proves nothing; and the
-    /// next upload's metadata must never overtake it. Outlives the session that sent it: an
-    /// aborted send still completes (with an error) later.
+    /// A file is going out: the next upload's metadata must never overtake it. Outlives the
+    /// session that sent it: an aborted send still completes (with an error) later.
     var streamingFile = false
 
     private(set) var state: ServerLink.State = .disconnected {
@@ -53,7 +84,8 @@ final class Connection {
     }
 
     init(address: ServerAddress?, verifyTLS: Bool, reconnectDelay: Double, keepAliveSeconds: Double,
-         connector: LinkConnector, clock: LinkClock, logger: Logger) {
+         fileNames: UploadFileNames = .milliseconds, connector: LinkConnector, clock: LinkClock, logger: Logger) {
+        self.fileNames = fileNames
         self.address = address
         self.verifyTLS = verifyTLS
         self.reconnectDelay = reconnectDelay
@@ -116,6 +148,8 @@ final class Connection {
 
     /// Half a frame may be on the wire: only a fresh connection is in a known state.
     func cut(because reason: String) {
+        // (A file send fails when the server drops the connection under it: a drop all the same.)
+        if let session { noteDrop(of: session) }
         session?.channel.abort(reason: reason)
         drop(code: 1001, reason: "")
         scheduleReconnect()
@@ -158,20 +192,26 @@ final class Connection {
         channel.keepAlive(every: UInt32(max(1, keepAlive.rounded())))
         channel.setMaximumIncomingPayload(UInt64(maximumIncomingBytes))
         heard()
+        lastStreamed = channel.streamedBytes
         channel.onPong { [weak self, weak session] payload in
             guard let self, let session, session === self.session else { return }
             self.heard()
             session.pong(payload)
         }
-        // libsoup 3.2 keeps pinging a peer that has gone silent (a crashed host, a cut cable
-        // with no RST); a TCP connection may take many minutes to notice. Three missed
-        // pings mean the server is gone: drop the connection and reconnect.
-        watchdog = clock.every(keepAlive) { [weak self, weak session] in
+        // libsoup 3.2 keeps pinging a peer that has gone silent and never gives up on it; a TCP
+        // connection may take many minutes to notice. The rule is in the comment on this type.
+        watchdog = clock.every(watchdogTick) { [weak self, weak session] in
             guard let self, let session, session === self.session else { return false }
+            let streamed = session.channel.streamedBytes
+            if streamed != self.lastStreamed {
+                self.lastStreamed = streamed
+                self.heard()
+            }
             let silent = self.clock.now.timeIntervalSince(self.lastHeard)
-            guard silent > 3 * self.keepAlive, !self.streamingFile else { return true }
-            self.logger.warning("server \(self.address?.description ?? ""): no answer to keep-alive pings for \(Int(silent)) s; the recorder drops the connection")
-            session.channel.abort(reason: "no answer to keep-alive pings")
+            guard silent > self.silenceLimit else { return true }
+            let what = self.streamingFile ? "no pong, reply or progress of the file being sent" : "no answer to keep-alive pings"
+            self.logger.warning("server \(self.address?.description ?? ""): \(what) for \(Int(silent)) s; the recorder takes the server for gone (a server shutting down stops reading), drops the connection and reconnects")
+            session.channel.abort(reason: "\(what)")
             self.drop(code: 1001, reason: "")
             self.scheduleReconnect()
             return false
@@ -183,12 +223,32 @@ final class Connection {
             // Connections this link ended itself were logged (with why) when it ended them.
             guard let self, let session, session === self.session else { return }
             self.logger.warning("\(self.describe(ending))")
+            self.noteDrop(of: session)
             self.drop(code: 1000, reason: "")
             self.scheduleReconnect()
         })
         set(.connected(scheme))
         onOpen?(session)
     }
+
+    /// The server ended a connection (or it failed under a file): three times in a row within a second of an upload's
+    /// metadata is how a server before 0.5 answers a millisecond file name.
+    private func noteDrop(of session: Session) {
+        guard let sent = session.lastMetadataSent, clock.now.timeIntervalSince(sent) <= 1 else {
+            dropsAtMetadata = 0
+            return
+        }
+        dropsAtMetadata += 1
+        guard dropsAtMetadata == 3 else { return }
+        if fileNames == .milliseconds {
+            logger.warning("server \(address?.description ?? ""): the connection was dropped within a second of an upload's metadata three times in a row; the server may be older than 0.5, which takes the millisecond time in chunk_<ms> names for seconds and drops the connection. If so, set server.file_names = \"seconds\" (or update the server)")
+        } else {
+            logger.warning("server \(address?.description ?? ""): the connection was dropped within a second of an upload's metadata three times in a row (server.file_names = \"seconds\" already)")
+        }
+    }
+
+    /// An upload was received: the server takes this link's file names.
+    func uploadReceived() { dropsAtMetadata = 0 }
 
     /// Who ended the connection and why, for the log.
     private func describe(_ ending: WebSocket.Ending) -> String {

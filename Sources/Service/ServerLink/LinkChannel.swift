@@ -12,6 +12,11 @@ public protocol LinkChannel: AnyObject {
     func send(text: String)
     /// Sends the file as one binary message (streamed from the file); `completion` follows once it is written or failed.
     func send(fileAt path: String, completion: @escaping (Result<Void, WebSocketError>) -> Void)
+    /// Bytes of sent files the connection has taken so far (the peer reading them): the sign
+    /// of life while a file goes out and pings wait behind it.
+    var streamedBytes: UInt64 { get }
+    /// This side's IP address on the connection, if known (which interface the link uses).
+    var localAddress: String? { get }
     /// Sends a ping with `payload`; false if it could not be sent.
     func ping(payload: String) -> Bool
     /// Ends the connection with a close frame.

@@ -66,9 +66,13 @@ public final class ServerLink {
         public var maxBytesPerSecond: Double?
         /// False: the server's automatic requests (autoUpload) are declined (`server.accept_auto_uploads`).
         public var acceptAutomaticRequests: Bool
+        /// How the time in an uploaded file's name is written (`server.file_names`).
+        public var fileNames: UploadFileNames
         public init(maxBytes: Int64 = 300 * 1_048_576, attempts: Int = 5, retryDelay: Double = 2,
                     replyTimeout: Double = 30, replyBytesPerSecond: Double = 1_000_000,
-                    maxBytesPerSecond: Double? = nil, acceptAutomaticRequests: Bool = true) {
+                    maxBytesPerSecond: Double? = nil, acceptAutomaticRequests: Bool = true,
+                    fileNames: UploadFileNames = .milliseconds) {
+            self.fileNames = fileNames
             self.maxBytes = maxBytes
             self.attempts = attempts
             self.retryDelay = retryDelay
@@ -81,6 +85,10 @@ public final class ServerLink {
         /// `kbps` kilobits per second as bytes per second (nil for 0: no cap).
         public static func bytesPerSecond(kbps: Int) -> Double? { kbps > 0 ? Double(kbps) * 1000 / 8 : nil }
     }
+
+    /// Seconds between keep-alive pings. A peer silent for three of them is dropped, so a
+    /// server that stops reading (one shutting down does) is noticed within 15 s.
+    public static let defaultKeepAliveSeconds: Double = 4
 
     private let connection: Connection
     private let uploads: UploadQueue?
@@ -108,7 +116,7 @@ public final class ServerLink {
     /// `connector` and `clock` are what the link runs over: libsoup and the GLib main loop unless
     /// a test gives ServerLinkTesting's in-memory channel and the clock it moves.
     public init(address: ServerAddress?, deviceName: String, verifyTLS: Bool, reconnectDelay: Double,
-                recorder: RecorderControl?, keepAliveSeconds: Double = 15,
+                recorder: RecorderControl?, keepAliveSeconds: Double = ServerLink.defaultKeepAliveSeconds,
                 announceChunks: Bool = true, uploadOptions: UploadOptions = UploadOptions(),
                 bounds: ServerBounds = ServerBounds(),
                 settingsStore: ServerSettingsStore? = nil, logger: Logger = Logger(label: "allspark.server"),
@@ -122,7 +130,8 @@ public final class ServerLink {
         self.bounds = bounds
         self.clock = clock
         connection = Connection(address: address, verifyTLS: verifyTLS, reconnectDelay: reconnectDelay,
-                                keepAliveSeconds: keepAliveSeconds, connector: connector, clock: clock, logger: logger)
+                                keepAliveSeconds: keepAliveSeconds, fileNames: uploadOptions.fileNames,
+                                connector: connector, clock: clock, logger: logger)
         uploads = recorder.map {
             UploadQueue(catalog: $0.catalog, maxBytes: uploadOptions.maxBytes, maxAttempts: uploadOptions.attempts,
                         retryDelay: uploadOptions.retryDelay, maxBytesPerSecond: uploadOptions.maxBytesPerSecond,
@@ -137,6 +146,9 @@ public final class ServerLink {
         connection.onOpen = { [unowned self] session in
             session.introduce(as: deviceName)
             uploads?.pump()
+        }
+        if uploadOptions.fileNames == .seconds {
+            logger.notice("server.file_names = \"seconds\": files are uploaded as <name>_<epoch s> for servers before 0.5 (the files on disk keep their millisecond names)")
         }
         if !verifyTLS {
             logger.warning("server.verify_tls = false: any TLS certificate is accepted, including self-signed ones")
@@ -157,8 +169,21 @@ public final class ServerLink {
     public func connect(to newAddress: ServerAddress?) {
         MainLoop.preconditionOnLoop()
         guard newAddress != address else { return }
-        connection.switchServer(to: newAddress) { [uploads] in uploads?.serverChanged() }
+        // Announcements were for the old server; the new one hears of chunks from now on.
+        connection.switchServer(to: newAddress) { [uploads, announcements] in
+            uploads?.serverChanged()
+            announcements.texts.removeAll()
+        }
     }
+
+    /// The server's `communicationsPolicy`, each time its `clientConfig` holds one (on the main loop).
+    public var onCommunicationsPolicy: ((CommunicationsPolicy) -> Void)? {
+        get { connection.onCommunicationsPolicy }
+        set { connection.onCommunicationsPolicy = newValue }
+    }
+
+    /// This side's IP address on the current connection (which interface the link uses), if connected.
+    public var localAddress: String? { connection.session?.channel.localAddress }
 
     /// Each upload that ended: the chunk's file name and whether the server received it.
     public var onUploadFinished: ((String, Bool) -> Void)? {
@@ -179,14 +204,15 @@ public final class ServerLink {
     public var pendingUploads: Int { (uploads?.waiting.count ?? 0) + (uploads?.inFlight == nil ? 0 : 1) }
 
     /// The recorder finished a chunk: announce it (`chunkSaved`) and upload
-    /// it if a requested range is waiting for it.
+    /// it if a requested range is waiting for it. While there is a server but
+    /// no connection to it the announcement waits for the next connection.
     public func chunkFinished(_ chunk: ChunkRecord, fps: Double, width: Int, height: Int, camera: String) {
         MainLoop.preconditionOnLoop()
-        if announceChunks, let session = connection.session, session.channel.isOpen {
-            announcements.texts.append(ClientMessage.text(ClientMessage.ChunkSaved(
+        if announceChunks, address != nil {
+            announcements.hold(ClientMessage.text(ClientMessage.ChunkSaved(
                 startTime: chunk.start, endTime: chunk.end, camera: camera, size: chunk.size,
-                format: chunk.format.rawValue, fps: fps, width: width, height: height)))
-            session.sendHeldAnnouncements()
+                format: chunk.format.rawValue, fps: fps, width: width, height: height)), logger: logger)
+            connection.session?.sendHeldAnnouncements()
         }
         uploads?.chunkFinished(chunk)
     }
@@ -202,9 +228,21 @@ public final class ServerLink {
     }
 }
 
-/// `chunkSaved` messages held back while an upload is owed its replies, so that no other
-/// reply can come between the upload's (sessions send them once it is settled). They
-/// outlive a session: what one could not send, the next one does.
+/// `chunkSaved` messages held back, oldest first: while an upload is owed its replies (so
+/// that no other reply can come between the upload's; sessions send them once it is
+/// settled), while there is no connection, and those a connection ended without a reply
+/// to (Session.end puts them back in front). They outlive a session: what one could not
+/// send, the next one does.
 final class HeldAnnouncements {
     var texts: [String] = []
+    /// A server away for days must not make the list grow without end: beyond this many the
+    /// oldest go (a chunk that old has likely been deleted by retention anyway).
+    static let limit = 1000
+
+    func hold(_ text: String, logger: Logger) {
+        texts.append(text)
+        guard texts.count > Self.limit else { return }
+        texts.removeFirst(texts.count - Self.limit)
+        logger.warning("more than \(Self.limit) chunkSaved messages wait for the server; the oldest is dropped")
+    }
 }

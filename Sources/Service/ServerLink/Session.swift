@@ -29,6 +29,8 @@ final class Session {
     /// The ping sent after the upload in flight's file, and which file it follows.
     private var pendingBarrier: (payload: String, file: String)?
     private var barrierCount = 0
+    /// When the last upload metadata was sent (a server before 0.5 drops the connection right after it).
+    private(set) var lastMetadataSent: Date?
 
     init(channel: LinkChannel, connection: Connection, uploads: UploadQueue?, announcements: HeldAnnouncements,
          options: ServerLink.UploadOptions, clock: LinkClock, logger: Logger, context: @escaping () -> CommandContext) {
@@ -50,7 +52,16 @@ final class Session {
 
     /// Ends this session's channel; `midFile`: half a streamed file is on the wire, so a
     /// close frame cannot follow it, only an abrupt close.
+    /// `chunkSaved` messages that got no reply go back to the front of the held ones, oldest
+    /// first: the server may never have read them (one shutting down stops reading), and with
+    /// its autoUpload an unread announcement is a chunk never asked for.
     func end(code: Int, reason: String, midFile: Bool) {
+        let unanswered = ledger.unansweredAnnouncements
+        if !unanswered.isEmpty {
+            announcements.texts.insert(contentsOf: unanswered, at: 0)
+            ledger = ReplyLedger()
+            logger.notice("\(unanswered.count) chunkSaved message(s) got no reply before the connection ended; they are sent again after reconnecting")
+        }
         replyTimer?.cancel()
         replyTimer = nil
         pendingBarrier = nil
@@ -63,7 +74,7 @@ final class Session {
         guard channel.isOpen, !ledger.isWaitingForUpload else { return }
         for text in announcements.texts {
             channel.send(text: text)
-            ledger.sent(.chunkSaved)
+            ledger.sent(.chunkSaved(text))
         }
         announcements.texts.removeAll()
     }
@@ -80,6 +91,12 @@ final class Session {
             logger.warning("server message ignored: \(rejection)")
         case .success(.clientConfig(let update)):
             ClientConfigCommand(update: update).run(in: context())
+            if let policy = CommunicationsPolicy.fromClientConfig(text) {
+                for (medium, why) in policy.rejected.sorted(by: { $0.key < $1.key }) {
+                    logger.warning("clientConfig: communicationsPolicy.\(loggable(medium)) rejected: \(why)")
+                }
+                connection.onCommunicationsPolicy?(policy)
+            }
         case .success(.uploadTimeRange(let start, let end, let message)):
             UploadTimeRangeCommand(start: start, end: end, message: message).run(in: context())
         case .success(.record(let message, let duration, let autoUpload)):
@@ -108,6 +125,7 @@ final class Session {
         case .upload(let file, let ok, let message):
             replyTimer?.cancel()
             replyTimer = nil
+            if ok { connection.uploadReceived() }
             uploads?.finished(file, success: ok, message: message.map { loggable($0) })
             sendHeldAnnouncements()
         case .noted(let file):
@@ -125,8 +143,10 @@ final class Session {
 
     /// Sends the metadata, then the file as one binary message, then a ping whose pong settles the upload.
     func sendUpload(_ chunk: UploadFile, file: OpenedFile) {
+        // Only the name the server files it under follows server.file_names; the file on disk keeps its own.
         channel.send(text: ClientMessage.text(ClientMessage.UploadMetadata(
-            filename: chunk.file, filesize: chunk.size, mimetype: chunk.mimeType)))
+            filename: options.fileNames.wireName(chunk.file), filesize: chunk.size, mimetype: chunk.mimeType)))
+        lastMetadataSent = clock.now
         ledger.sent(.upload(chunk.file))
         let bound = options.replyTimeout + Double(chunk.size) / options.replyBytesPerSecond
         replyTimer?.cancel()

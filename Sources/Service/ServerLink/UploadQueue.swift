@@ -231,9 +231,11 @@ final class UploadQueue {
                 continue
             }
             let size = file.size
-            guard size <= maxBytes else {
-                logger.error("upload of \(item.name) failed: \(size / 1_048_576) MiB is more than the server accepts in one message (server.max_upload_mb = \(maxBytes / 1_048_576)); shorten recording.chunk_duration_ms or lower the bitrate")
-                giveUp(item, why: "\(size / 1_048_576) MiB is more than the server accepts in one message (server.max_upload_mb = \(maxBytes / 1_048_576))")
+            // Servers refuse a message of max_msg_size bytes or more (aiohttp: `>=`), so the cap itself is too big.
+            guard size < maxBytes else {
+                let why = "\(size) bytes is more than the server accepts in one message (at most \(maxBytes - 1) bytes: server.max_upload_mb = \(maxBytes / 1_048_576))"
+                logger.error("upload of \(item.name) failed: \(why); shorten recording.chunk_duration_ms or lower the bitrate")
+                giveUp(item, why: why)
                 continue
             }
             if item.companion == nil { item.chunk.size = size }

@@ -172,7 +172,7 @@ final class JSONNumberTests: XCTestCase {
 final class ReplyLedgerTests: XCTestCase {
     func testRepliesAreAttributedInOrderAndAnUploadSettlesAtItsBarrier() {
         var ledger = ReplyLedger<String>()
-        ledger.sent(.chunkSaved)
+        ledger.sent(.chunkSaved("c"))
         ledger.sent(.upload("a.mp4"))
         // An old server: chunkSaved earns an error that must not fail the upload.
         XCTAssertEqual(ledger.received(success: false, message: "Unknown message type"), .chunkSaved(success: false))
@@ -181,7 +181,7 @@ final class ReplyLedgerTests: XCTestCase {
         XCTAssertTrue(ledger.isWaitingForUpload)
         XCTAssertEqual(ledger.barrier(after: "a.mp4"), .upload("a.mp4", success: true, message: "Video uploaded successfully"))
         XCTAssertFalse(ledger.isWaitingForUpload)
-        ledger.sent(.chunkSaved)
+        ledger.sent(.chunkSaved("c"))
         XCTAssertEqual(ledger.received(success: true, message: "Chunk saved info received"), .chunkSaved(success: true))
     }
 
@@ -212,7 +212,7 @@ final class ReplyLedgerTests: XCTestCase {
         XCTAssertEqual(ledger.received(success: false, message: "Metadata not received yet"),
                        .upload("a.mp4", success: false, message: "Failed to write file"))
         XCTAssertEqual(ledger.barrier(after: "a.mp4"), .nothing, "the barrier of a settled upload changes nothing")
-        ledger.sent(.chunkSaved)
+        ledger.sent(.chunkSaved("c"))
         XCTAssertEqual(ledger.received(success: false, message: "Unknown message type"), .chunkSaved(success: false))
     }
 
@@ -223,6 +223,16 @@ final class ReplyLedgerTests: XCTestCase {
         XCTAssertEqual(ledger.barrier(after: "a.mp4"), .upload("a.mp4", success: false, message: "Failed to write video data"))
         // A server whose pong overtook the second error of a refused metadata.
         XCTAssertEqual(ledger.received(success: false, message: "Metadata not received yet"), .tailOfFailedUpload("a.mp4"))
+    }
+
+    func testUnansweredAnnouncementsAreKnownOldestFirst() {
+        var ledger = ReplyLedger<String>()
+        ledger.sent(.chunkSaved("one"))
+        ledger.sent(.chunkSaved("two"))
+        ledger.sent(.upload("a.mp4"))
+        ledger.sent(.chunkSaved("three"))
+        XCTAssertEqual(ledger.received(success: true, message: "Chunk saved info received"), .chunkSaved(success: true))
+        XCTAssertEqual(ledger.unansweredAnnouncements, ["two", "three"], "the answered one is gone; the rest in sending order")
     }
 
     func testABarrierBeforeTheReplyWaitsForIt() {

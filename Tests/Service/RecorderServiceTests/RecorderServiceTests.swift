@@ -48,6 +48,9 @@ final class RecorderServiceTests: XCTestCase {
         XCTAssertTrue(waitOnMainLoop(10) { server.texts.contains { $0.contains("chunkSaved") } },
                       "a finished chunk is announced to the server the service connected to")
         XCTAssertEqual(server.clientNames, ["service-test"])
+        let chunkSaved = try XCTUnwrap(server.texts.first { $0.contains("chunkSaved") })
+        let camera = (try JSONSerialization.jsonObject(with: Data(chunkSaved.utf8)) as? [String: Any])?["camera"] as? String
+        XCTAssertEqual(camera, "service-test", "chunkSaved names the camera as configured, not after its pipeline file")
         XCTAssertTrue(states.contains(.recording), "state changes reach the front end: \(states)")
 
         // SIGHUP's path: the file changes, the next chunks follow it.

@@ -44,24 +44,79 @@ final class ConnectionTests: XCTestCase {
         link.stop()
     }
 
-    func testAPeerThatStopsAnsweringPingsIsDroppedAfterThreeMissedAndOneThatAnswersIsKept() {
+    func testAPeerThatStopsAnsweringPingsIsDroppedWithin15sAndOneThatAnswersIsKept() {
         let server = InMemoryAllSparkServer()
-        let link = server.makeLink(recorder: nil, keepAliveSeconds: 15)
+        let link = server.makeLink(recorder: nil, keepAliveSeconds: ServerLink.defaultKeepAliveSeconds)
         link.start()
         server.clock.run()
         let first = server.connection
         server.clock.advance(by: 300)
         XCTAssertTrue(first?.isOpen == true && server.clientNames.count == 1, "a peer answering pings is kept")
-        XCTAssertEqual(first?.keepAliveSeconds, 15)
+        XCTAssertEqual(first?.keepAliveSeconds, 4)
 
         server.answersPings = false
-        server.clock.advance(by: 59)
-        XCTAssertTrue(first?.isOpen == true, "three pings may go unanswered")
-        server.clock.advance(by: 2)
-        XCTAssertFalse(first?.isOpen == true, "silent for more than three pings: dropped")
+        server.clock.advance(by: 11)
+        XCTAssertTrue(first?.isOpen == true, "a ping or two may go unanswered")
+        server.clock.advance(by: 4)
+        XCTAssertFalse(first?.isOpen == true, "silent for three ping intervals: dropped within 15 s")
         server.clock.advance(by: 0.5)
         XCTAssertEqual(link.state, .connected(.ws))
         XCTAssertEqual(server.clientNames.count, 2, "reconnected")
+        link.stop()
+    }
+
+    func testADeafPeerIsDroppedWithin15sWhileAFileIsGoingOutToIt() throws {
+        // A server after SIGTERM stops reading: the file being sent stalls, the pings wait behind
+        // it, no reply comes. An upload in flight must not hide that for the upload's long bound.
+        let server = InMemoryAllSparkServer()
+        let stored = try StoredChunks(count: 1, contents: StoredChunks.randomBytes(100_000), now: server.clock.now)
+        let log = LogCapture()
+        let link = server.makeLink(recorder: stored, keepAliveSeconds: ServerLink.defaultKeepAliveSeconds,
+                                   upload: .init(attempts: 3, retryDelay: 0.2, replyTimeout: 60), logger: log.logger)
+        link.start()
+        server.clock.run()
+        let first = try XCTUnwrap(server.connection)
+        server.send(text: #"{"command":"uploadTimeRange","startTime":0,"endTime":\#(server.clock.now.timeIntervalSince1970)}"#)
+        first.isDeaf = true
+        server.clock.advance(by: 0.5)
+        XCTAssertEqual(link.uploadQueue.inFlight?.name, stored.catalog.all[0].file, "the upload is in flight to a deaf peer")
+        server.clock.advance(by: 14.5)
+        XCTAssertFalse(first.isOpen, "dropped within 15 s although a file was going out")
+        XCTAssertTrue(log.contains("no pong, reply or progress of the file being sent"), log.text)
+        XCTAssertTrue(server.clock.advance(upTo: 2) { server.uploads.count == 1 && link.pendingUploads == 0 }, log.text)
+        XCTAssertEqual(server.clientNames.count, 2, "sent again on a fresh connection")
+        link.stop()
+    }
+
+    func testAnnouncementsThatGotNoReplyAreSentAgainOldestFirstAfterReconnecting() throws {
+        let server = InMemoryAllSparkServer()
+        let stored = try StoredChunks(count: 0, now: server.clock.now)
+        let link = server.makeLink(recorder: stored, keepAliveSeconds: ServerLink.defaultKeepAliveSeconds)
+        link.start()
+        server.clock.run()
+        let now = server.clock.now.timeIntervalSince1970
+        func finish(_ index: Int) throws {
+            let chunk = try stored.add(start: now - 100 + Double(index) * 2, seconds: 2)
+            link.chunkFinished(chunk, fps: 30, width: 64, height: 64, camera: "Door")
+        }
+        try finish(0)
+        server.clock.advance(by: 1)
+        let first = try XCTUnwrap(server.connection)
+        first.isDeaf = true
+        try finish(1)
+        server.clock.advance(by: 2)
+        try finish(2)
+        server.clock.advance(by: 14)
+        XCTAssertFalse(first.isOpen, "the deaf server is dropped")
+        try finish(3)   // while there is no connection
+        XCTAssertTrue(server.clock.advance(upTo: 2) { server.connections.count == 2 && server.texts.filter { $0.contains("chunkSaved") }.count == 4 })
+        let starts = server.texts.filter { $0.contains("chunkSaved") }.map {
+            (try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])?["startTime"] as? Double
+        }
+        XCTAssertEqual(starts, [0, 1, 2, 3].map { now - 100 + Double($0) * 2 },
+                       "the one answered before, then the unanswered ones again, oldest first, then the one finished while disconnected")
+        server.clock.advance(by: 1)
+        XCTAssertEqual(server.texts.filter { $0.contains("chunkSaved") }.count, 4, "each once at the new server")
         link.stop()
     }
 

@@ -335,6 +335,92 @@ final class ServerLinkTests: XCTestCase {
         XCTAssertTrue(connectedThenDropped, "the silent connection was dropped: \(states)")
     }
 
+    /// A server after SIGTERM stops reading (no pongs, no replies, no close frame; the proxy in
+    /// front of the real test server does exactly that) while the recorder goes on finishing
+    /// chunks. The link drops it within 15 s, and every chunk whose chunkSaved got no reply
+    /// (sent into the deaf connection, or finished while disconnected) reaches the server that
+    /// replaces it, oldest first.
+    func testADeafServerIsDroppedWithin15sAndItsReplacementHearsOfEveryChunkFinishedMeanwhile() throws {
+        let first = try AllSparkTestServer()
+        let proxy = try DeafServerProxy(upstreamPort: first.port)
+        defer { proxy.stop() }
+        let storage = TemporaryDirectory()
+        let recorder = try makeRecorder(storage)
+        try recorder.start()
+        let link = try makeLink("ws://\(proxy.address)", recorder: recorder)
+        var drops = 0
+        link.onStateChange { if $0 == .disconnected { drops += 1 } }
+        link.start()
+        XCTAssertTrue(waitOnMainLoop(10) { first.texts.contains { $0.contains("chunkSaved") } })
+        proxy.goDeaf()
+        let deafAt = Date().timeIntervalSince1970
+        // 15 s is the functional bound; one more second for a loaded test machine.
+        XCTAssertTrue(waitOnMainLoop(16) { drops > 0 }, "a deaf server is dropped within 15 s")
+        let second = try AllSparkTestServer()
+        proxy.replace(with: second.port)
+
+        func announcedStarts(_ server: AllSparkTestServer) -> [Int64] {
+            server.texts.compactMap { text in
+                guard let json = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
+                      json["type"] as? String == "chunkSaved", let start = json["startTime"] as? Double else { return nil }
+                return Int64((start * 1000).rounded())
+            }
+        }
+        func milliseconds(_ chunk: ChunkRecord) -> Int64 { Int64((chunk.start * 1000).rounded()) }
+        // Every chunk finished is announced to one server or the other (the first may have read
+        // some before it went deaf, and answered them: those are not sent again).
+        func everyChunkAnnounced() -> Bool {
+            let heard = Set(announcedStarts(first) + announcedStarts(second))
+            return recorder.catalog.all.allSatisfy { heard.contains(milliseconds($0)) }
+        }
+        XCTAssertTrue(waitOnMainLoop(10) { link.state == .connected(.ws) && everyChunkAnnounced() })
+        XCTAssertTrue(stopAndWait(recorder))
+        XCTAssertTrue(waitOnMainLoop(5) { everyChunkAnnounced() })
+        link.stop()
+
+        let toSecond = announcedStarts(second)
+        let finishedAfterDeaf = recorder.catalog.all.filter { $0.end > deafAt + 0.5 }.map(milliseconds)
+        XCTAssertFalse(finishedAfterDeaf.isEmpty, "chunks were finished while the server was deaf or gone")
+        XCTAssertTrue(Set(finishedAfterDeaf).isSubset(of: Set(toSecond)), "each reached the replacement: \(finishedAfterDeaf) in \(toSecond)")
+        XCTAssertEqual(toSecond, toSecond.sorted(), "oldest first")
+        XCTAssertEqual(Set(toSecond).count, toSecond.count, "each once")
+    }
+
+    /// The same deaf server, but it stops reading in the middle of a file: the pings wait behind
+    /// the file's frame, so the file's progress is the sign of life, and it stops once the socket
+    /// buffers are full. The upload in flight must not hide the dead server; the file then goes
+    /// to the replacement, whole.
+    func testADeafServerIsDroppedWithin15sWhileAFileIsGoingOutToIt() throws {
+        let first = try AllSparkTestServer()
+        let proxy = try DeafServerProxy(upstreamPort: first.port)
+        defer { proxy.stop() }
+        let stored = try StoredChunks(count: 0)
+        // Far more than the loopback socket buffers can hold, so the send really stalls.
+        let contents = Data(repeating: 0x5A, count: 48_000_000)
+        let chunk = try stored.add(start: Date().timeIntervalSince1970 - 60, seconds: 10, contents: contents)
+        let log = LogCapture()
+        let link = ServerLink(address: try ServerAddress(parsing: "ws://\(proxy.address)"), deviceName: "Door (x86)",
+                              verifyTLS: true, reconnectDelay: 0.3, recorder: stored, announceChunks: false,
+                              uploadOptions: .init(attempts: 3, retryDelay: 0.2), logger: log.logger)
+        var drops = 0
+        link.onStateChange { if $0 == .disconnected { drops += 1 } }
+        link.start()
+        XCTAssertTrue(waitOnMainLoop(5) { link.state == .connected(.ws) && first.connections.count == 1 })
+        // The metadata and the first 4 MB of the file reach the server; then it reads no more.
+        proxy.goDeaf(afterClientBytes: 4_000_000)
+        first.connections[0].send(text: #"{"command":"uploadTimeRange","startTime":\#(chunk.start),"endTime":\#(chunk.end)}"#)
+        // 15 s is the functional bound; one more second for a loaded test machine.
+        XCTAssertTrue(waitOnMainLoop(16) { drops > 0 }, "a server deaf in the middle of a file is dropped within 15 s: \(log.text)")
+        XCTAssertTrue(log.contains("no pong, reply or progress of the file being sent"), log.text)
+        XCTAssertTrue(first.uploads.isEmpty, "the deaf server never got the whole file")
+
+        let second = try AllSparkTestServer()
+        proxy.replace(with: second.port)
+        XCTAssertTrue(waitOnMainLoop(15) { second.uploads.count == 1 && link.pendingUploads == 0 }, log.text)
+        link.stop()
+        XCTAssertEqual(second.uploadedData(chunk.file), contents, "the whole file, byte for byte, at the replacement")
+    }
+
     func testWithoutASchemeTriesWssThenFallsBackToWsOnAPlainServer() throws {
         let server = try AllSparkTestServer()
         let link = try makeLink(server.address, recorder: nil)

@@ -34,6 +34,15 @@ public final class InMemoryChannel: LinkChannel {
     private var onPongHandler: ((String) -> Void)?
     /// How the channel ended, once it did.
     public private(set) var ending: WebSocket.Ending?
+    /// Bytes of files the peer has taken.
+    public private(set) var streamedBytes: UInt64 = 0
+    /// The peer stops reading, as a server does after SIGTERM: what the link sends goes
+    /// nowhere (no pongs, no replies, no close frame), a file being sent never completes
+    /// (its completion fails when the channel ends), and the peer sends nothing either.
+    public var isDeaf = false
+    /// This side's address as the link sees it (nil: unknown).
+    public var localAddress: String?
+    private var stalledSends: [(Result<Void, WebSocketError>) -> Void] = []
 
     public init(clock: TestClock, peer: InMemoryPeer?) {
         self.clock = clock
@@ -45,7 +54,7 @@ public final class InMemoryChannel: LinkChannel {
     public func send(text: String) {
         guard isOpen else { return }
         clock.post { [weak self] in
-            guard let self, self.isOpen else { return }
+            guard let self, self.isOpen, !self.isDeaf else { return }
             self.peer?.received(text: text, on: self)
         }
     }
@@ -58,6 +67,8 @@ public final class InMemoryChannel: LinkChannel {
             guard let data = FileManager.default.contents(atPath: path) else {
                 return completion(.failure(WebSocketError(description: "cannot read \(path)")))
             }
+            guard !self.isDeaf else { return self.stalledSends.append(completion) }
+            self.streamedBytes += UInt64(data.count)
             self.peer?.received(binary: data, on: self)
             completion(.success(()))
         }
@@ -66,7 +77,7 @@ public final class InMemoryChannel: LinkChannel {
     public func ping(payload: String) -> Bool {
         guard isOpen else { return false }
         clock.post { [weak self] in
-            guard let self, self.isOpen else { return }
+            guard let self, self.isOpen, !self.isDeaf else { return }
             self.peer?.receivedPing(payload, on: self)
         }
         return true
@@ -81,7 +92,7 @@ public final class InMemoryChannel: LinkChannel {
         keepAliveTimer?.cancel()
         keepAliveTimer = clock.every(Double(seconds)) { [weak self] in
             guard let self, self.isOpen else { return false }
-            self.peer?.receivedPing("", on: self)
+            if !self.isDeaf { self.peer?.receivedPing("", on: self) }
             return true
         }
     }
@@ -98,6 +109,7 @@ public final class InMemoryChannel: LinkChannel {
         isOpen = false
         ending = how
         keepAliveTimer?.cancel()
+        failStalledSends()
         clock.post { [weak self] in
             guard let self else { return }
             self.peer?.linkEnded(self)
@@ -111,8 +123,17 @@ public final class InMemoryChannel: LinkChannel {
     public func deliver(text: String) { deliver(.text(text), size: text.utf8.count) }
     public func deliver(binary: Data) { deliver(.binary(binary), size: binary.count) }
 
+    /// Files a deaf peer never took: their sends fail once the channel is gone.
+    private func failStalledSends() {
+        let stalled = stalledSends
+        stalledSends = []
+        for completion in stalled {
+            clock.post { completion(.failure(WebSocketError(description: "the connection closed while sending the file"))) }
+        }
+    }
+
     private func deliver(_ message: WebSocket.Message, size: Int) {
-        guard isOpen else { return }
+        guard isOpen, !isDeaf else { return }
         if UInt64(size) > maximumIncoming { return end(.byUs(code: 1009, reason: "message too big")) }
         clock.post { [weak self] in
             guard let self, self.isOpen else { return }
@@ -140,6 +161,7 @@ public final class InMemoryChannel: LinkChannel {
         isOpen = false
         ending = how
         keepAliveTimer?.cancel()
+        failStalledSends()
         clock.post { [weak self] in self?.onClosed?(how) }
     }
 }

@@ -18,6 +18,7 @@ struct _AsGatedOutputStream {
     gboolean shut;               // a file is being streamed: libsoup must wait
     gboolean last_write_partial; // libsoup has a frame half written
     GPtrArray *sources;          // sources handed to libsoup: outstanding ones mean it waits to write
+    guint64 streamed;            // bytes of streamed frames the connection has taken so far (progress)
 };
 
 static void as_gated_pollable_init(GPollableOutputStreamInterface *iface);
@@ -119,6 +120,32 @@ static AsGatedOutputStream *gate_of(SoupWebsocketConnection *connection) {
 }
 
 gboolean as_websocket_can_stream(SoupWebsocketConnection *connection) { return gate_of(connection) != NULL; }
+
+char *as_websocket_local_address(SoupWebsocketConnection *connection) {
+    AsGatedOutputStream *gate = gate_of(connection);
+    if (!gate) return NULL;
+    GIOStream *io = g_object_ref(gate->connection);
+    if (G_IS_TLS_CONNECTION(io)) {
+        GIOStream *base = NULL;
+        g_object_get(io, "base-io-stream", &base, NULL);   // a new reference
+        g_object_unref(io);
+        io = base;
+    }
+    char *text = NULL;
+    if (io && G_IS_SOCKET_CONNECTION(io)) {
+        GSocketAddress *address = g_socket_connection_get_local_address(G_SOCKET_CONNECTION(io), NULL);
+        if (address && G_IS_INET_SOCKET_ADDRESS(address))
+            text = g_inet_address_to_string(g_inet_socket_address_get_address(G_INET_SOCKET_ADDRESS(address)));
+        if (address) g_object_unref(address);
+    }
+    if (io) g_object_unref(io);
+    return text;
+}
+
+guint64 as_websocket_streamed_bytes(SoupWebsocketConnection *connection) {
+    AsGatedOutputStream *gate = gate_of(connection);
+    return gate ? gate->streamed : 0;
+}
 
 // ---------------------------------------------------------------------------
 // The HTTP upgrade (RFC 6455 section 4), blocking, in a worker thread.
@@ -334,6 +361,8 @@ typedef struct {
     guint8 header[14 + 125];   // a file frame's header, or a whole ping frame (payload ≤ 125 bytes)
     gsize header_length;
     guint8 *buffer;
+    gsize buffer_length;       // bytes of the current piece in `buffer`
+    gsize buffer_written;      // of which the connection has taken so many
     gboolean started;          // bytes of the frame are on the wire: an error leaves it unfinishable
     const char *early_error;   // why it could not begin
     AsSendDone done;
@@ -377,13 +406,23 @@ static void mask_in_place(guint8 *data, gsize length, const guint8 mask[4], goff
 }
 
 static void send_next_piece(FileSend *send);
+static void write_rest_of_piece(FileSend *send);
 
+// Pieces are written with plain (possibly partial) writes, not write_all, so that every
+// bit the socket takes is counted as progress as it happens: the link tells a slow peer
+// (still taking bytes) from a deaf one (taking none) while a file is going out.
 static void piece_written(GObject *source, GAsyncResult *result, gpointer data) {
     FileSend *send = data;
     GError *error = NULL;
-    gsize written = 0;
-    if (!g_output_stream_write_all_finish(G_OUTPUT_STREAM(source), result, &written, &error)) {
+    gssize written = g_output_stream_write_finish(G_OUTPUT_STREAM(source), result, &error);
+    if (written < 0) {
         send_fail(send, "the connection failed while sending the file", error);
+        return;
+    }
+    send->gate->streamed += (guint64)written;
+    send->buffer_written += (gsize)written;
+    if (send->buffer_written < send->buffer_length) {
+        write_rest_of_piece(send);
         return;
     }
     if (send->remaining == 0) {
@@ -391,6 +430,11 @@ static void piece_written(GObject *source, GAsyncResult *result, gpointer data) 
         return;
     }
     send_next_piece(send);
+}
+
+static void write_rest_of_piece(FileSend *send) {
+    g_output_stream_write_async(send->out, send->buffer + send->buffer_written, send->buffer_length - send->buffer_written,
+                                G_PRIORITY_DEFAULT, NULL, piece_written, send);
 }
 
 static void piece_read(GObject *source, GAsyncResult *result, gpointer data) {
@@ -404,7 +448,9 @@ static void piece_read(GObject *source, GAsyncResult *result, gpointer data) {
     mask_in_place(send->buffer, (gsize)n, send->mask, send->offset);
     send->offset += n;
     send->remaining -= n;
-    g_output_stream_write_all_async(send->out, send->buffer, (gsize)n, G_PRIORITY_DEFAULT, NULL, piece_written, send);
+    send->buffer_length = (gsize)n;
+    send->buffer_written = 0;
+    write_rest_of_piece(send);
 }
 
 static void send_next_piece(FileSend *send) {
@@ -419,6 +465,7 @@ static void header_written(GObject *source, GAsyncResult *result, gpointer data)
         send_fail(send, "the connection failed while sending the file", error);
         return;
     }
+    send->gate->streamed += send->header_length;
     if (send->remaining == 0) send_finish(send, NULL);
     else send_next_piece(send);
 }

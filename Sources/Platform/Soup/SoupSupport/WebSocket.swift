@@ -214,6 +214,19 @@ public final class WebSocket {
         return true
     }
 
+    /// Bytes of streamed files (and pings) the connection has taken so far: it grows while a
+    /// file goes out to a peer that reads and stops when the peer stops reading (once the
+    /// socket buffers are full). 0 on connections not opened by `WebSocketConnector`.
+    public var streamedBytes: UInt64 { UInt64(as_websocket_streamed_bytes(connection)) }
+
+    /// This side's IP address on the connection (which interface it goes out by); nil on
+    /// connections not opened by `WebSocketConnector`.
+    public var localAddress: String? {
+        guard let text = as_websocket_local_address(connection) else { return nil }
+        defer { g_free(text) }
+        return String(cString: text)
+    }
+
     /// Largest message accepted from the peer (libsoup's default is 128 KiB).
     public func setMaximumIncomingPayload(_ bytes: UInt64) {
         soup_websocket_connection_set_max_incoming_payload_size(connection, guint64(bytes))

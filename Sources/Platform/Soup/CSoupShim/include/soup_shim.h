@@ -32,6 +32,14 @@ void as_websocket_connect_async(const char *url, gboolean accept_any_certificate
 /// True if `connection` was opened by as_websocket_connect_async (it can stream files).
 gboolean as_websocket_can_stream(SoupWebsocketConnection *connection);
 
+/// Bytes of streamed frames (files, pings) the connection has taken so far: grows while a
+/// file goes out to a peer that reads, stops when the peer (or the path to it) stops.
+guint64 as_websocket_streamed_bytes(SoupWebsocketConnection *connection);
+
+/// This side's IP address on the connection (the interface it goes out by), or NULL;
+/// free with g_free. Only connections opened by as_websocket_connect_async.
+char *as_websocket_local_address(SoupWebsocketConnection *connection);
+
 typedef void (*AsSendDone)(gboolean ok, const char *error_message, gpointer user_data);
 
 /// Sends the file at `path` as one binary message, read and written 1 MiB
