@@ -177,9 +177,37 @@ public final class RecorderService {
         parts.discovery?.stop()
         parts.recorder.stop { [weak self] in
             parts.link?.recordingEnded()
-            parts.link?.stop()
-            self?.state = .stopped(parts)
-            completion()
+            // The last chunks' chunkSaved may still be held behind an upload (the server's
+            // autoUpload asks for each chunk) or unanswered: give a connected server a few
+            // seconds to take them; what is still out then is logged as not announced.
+            Self.whenAnnounced(parts.link, within: Self.announceGraceSeconds) { outstanding in
+                if outstanding > 0 {
+                    self?.logger.warning("stopping with \(outstanding) chunkSaved message(s) the server has not confirmed; those chunks are not announced")
+                }
+                parts.link?.stop()
+                self?.state = .stopped(parts)
+                completion()
+            }
+        }
+    }
+
+    /// How long a stop waits for the server to confirm the last announcements.
+    static let announceGraceSeconds = 5.0
+
+    /// Calls `done` with the announcements still outstanding, once there are none or
+    /// `seconds` passed (at once without a connected link).
+    private static func whenAnnounced(_ link: ServerLink?, within seconds: Double, _ done: @escaping (Int) -> Void) {
+        guard let link, case .connected = link.state, link.announcementsOutstanding > 0 else {
+            return done(link?.announcementsOutstanding ?? 0)
+        }
+        let deadline = Date().addingTimeInterval(seconds)
+        MainLoop.every(0.1) {
+            let outstanding = link.announcementsOutstanding
+            guard case .connected = link.state, outstanding > 0, Date() < deadline else {
+                done(outstanding)
+                return false
+            }
+            return true
         }
     }
 

@@ -220,6 +220,11 @@ public final class ServerLink {
     /// The recorder stopped: ranges waiting for chunks will get no more.
     public func recordingEnded() { uploads?.recordingEnded() }
 
+    /// `chunkSaved` messages not yet confirmed by the server: held back, or sent and unanswered.
+    public var announcementsOutstanding: Int {
+        announcements.texts.count + (connection.session?.ledger.unansweredAnnouncements.count ?? 0)
+    }
+
     /// What a command may touch, as things are now.
     private var commandContext: CommandContext {
         CommandContext(recorder: recorder, uploads: uploads, bounds: bounds, settingsStore: settingsStore,

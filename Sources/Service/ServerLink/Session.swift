@@ -23,7 +23,7 @@ final class Session {
     private let context: () -> CommandContext
 
     /// Replies owed by the server on this connection.
-    private var ledger = ReplyLedger<String>()
+    private(set) var ledger = ReplyLedger<String>()
     /// Runs out when the upload in flight got no settled reply in time.
     private var replyTimer: LinkTimer?
     /// The ping sent after the upload in flight's file, and which file it follows.

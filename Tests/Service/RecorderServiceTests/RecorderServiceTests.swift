@@ -35,9 +35,9 @@ final class RecorderServiceTests: XCTestCase {
     }
 
     func testStartAnnouncesChunksReloadRetunesAndStopFinishesTheLastChunk() throws {
+        // With the server's autoUpload (its default): an upload in flight at stop holds the last
+        // chunkSaved back, and the stop waits for it to be sent and confirmed.
         let server = try AllSparkTestServer()
-        // Announcements only: with autoUpload an upload in flight at stop holds the last chunkSaved back.
-        server.autoUpload = false
         let folder = TemporaryDirectory()
         let storage = folder.file("recordings").path
         let configFile = try writeConfig(folder, storage: storage, server: "ws://\(server.address)", chunkMs: 2000)
