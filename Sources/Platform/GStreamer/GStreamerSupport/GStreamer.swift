@@ -221,6 +221,32 @@ extension Pad {
         }, box.retainedPointer, { CallbackBox<() -> Void>.release($0) })
     }
 
+    /// Like `onEveryBuffer`, with each buffer's running time (nil when it
+    /// carries no timestamp): the clock that names chunks.
+    public func onEveryBuffer(_ action: @escaping (_ runningTime: ClockTime?) -> Void) {
+        let box = CallbackBox(action)
+        _ = gst_pad_add_probe(pointer, GST_PAD_PROBE_TYPE_BUFFER, { pad, info, data in
+            guard let pad, let info, let data else { return GST_PAD_PROBE_OK }
+            var time: ClockTime?
+            if let buffer = cgst_pad_probe_info_buffer(info), cgst_clock_time_is_valid(cgst_buffer_pts(buffer)) != 0 {
+                time = Pad.runningTime(of: cgst_buffer_pts(buffer), on: pad)
+            }
+            CallbackBox<(ClockTime?) -> Void>.from(data)(time)
+            return GST_PAD_PROBE_OK
+        }, box.retainedPointer, { CallbackBox<(ClockTime?) -> Void>.release($0) })
+    }
+
+    /// The media types (caps structure names, e.g. `audio/x-raw`) this pad
+    /// can produce or accept now, as a caps query answers.
+    public var possibleMediaTypes: [String] {
+        guard let caps = gst_pad_query_caps(pointer, nil) else { return [] }
+        defer { cgst_caps_unref(caps) }
+        if gst_caps_is_any(caps) != 0 { return ["ANY"] }
+        return (0..<gst_caps_get_size(caps)).compactMap { i in
+            gst_caps_get_structure(caps, i).map { String(cString: gst_structure_get_name($0)) }
+        }
+    }
+
     /// Runs `action` on the streaming thread when end-of-stream passes this pad.
     public func onEndOfStream(_ action: @escaping () -> Void) {
         let box = CallbackBox(action)
