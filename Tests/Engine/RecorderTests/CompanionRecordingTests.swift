@@ -14,7 +14,7 @@ final class CompanionRecordingTests: XCTestCase {
 
     func tuning(_ audio: AudioFormat, video: Bool = true) -> RecordingTuning {
         RecordingTuning(videoFormat: .mp4, chunkDurationMs: 3000, bufferMaxMB: 200, recordsVideo: video,
-                        audioFormat: audio, timestampFormat: .txt)
+                        audioFormat: audio, timestampFormat: .txt, framerate: 15)
     }
 
     func testTimestampsAndAudioBesideEveryChunkAndVideoNone() throws {
@@ -57,6 +57,7 @@ final class CompanionRecordingTests: XCTestCase {
             let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
             let frames = try countFrames(in: recorder.catalog.url(of: chunk))
             XCTAssertEqual(lines.count, frames, "\(chunk.file): one line per frame")
+            XCTAssertEqual(Double(frames) / chunk.duration, 15, accuracy: 1, "the fps asked before the pipeline started fills ${framerate}")
             var previous: Int64 = 0
             for (index, line) in lines.enumerated() {
                 let parts = line.components(separatedBy: " : ")

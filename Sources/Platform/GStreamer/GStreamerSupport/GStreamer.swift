@@ -151,6 +151,31 @@ public struct ObjectID: Hashable, Sendable, CustomStringConvertible {
 /// Looks up the file duration with GstDiscoverer; nil when it is not playable.
 public enum MediaProbe {
     public static func duration(of url: URL, timeoutSeconds: Double = 10) -> Double? {
+        discover(url, timeoutSeconds: timeoutSeconds) { info in
+            let videoStreams = gst_discoverer_info_get_video_streams(info)
+            defer { gst_discoverer_stream_info_list_free(videoStreams) }
+            guard videoStreams != nil else { return nil }
+            let duration = gst_discoverer_info_get_duration(info)
+            guard duration != GStreamer.clockTimeNone, duration > 0 else { return nil }
+            return Double(duration) / 1e9
+        }
+    }
+
+    /// The caps of the file's first audio stream (e.g. `audio/mpeg, mpegversion=(int)4, …`); nil when it has none.
+    public static func audioCaps(of url: URL, timeoutSeconds: Double = 10) -> String? {
+        discover(url, timeoutSeconds: timeoutSeconds) { info in
+            guard let streams = gst_discoverer_info_get_audio_streams(info) else { return nil }
+            defer { gst_discoverer_stream_info_list_free(streams) }
+            guard let first = streams.pointee.data,
+                  let caps = gst_discoverer_stream_info_get_caps(OpaquePointer(first)) else { return nil }
+            defer { cgst_caps_unref(caps) }
+            guard let text = gst_caps_to_string(caps) else { return nil }
+            defer { g_free(text) }
+            return String(cString: text)
+        }
+    }
+
+    private static func discover<T>(_ url: URL, timeoutSeconds: Double, _ body: (OpaquePointer) -> T?) -> T? {
         GStreamer.initialize()
         var error: UnsafeMutablePointer<GError>?
         guard let discoverer = gst_discoverer_new(ClockTime(timeoutSeconds * 1e9), &error) else {
@@ -167,12 +192,7 @@ public enum MediaProbe {
         defer { g_object_unref(UnsafeMutableRawPointer(info)) }
         if let error { g_error_free(error) }
         guard gst_discoverer_info_get_result(info) == GST_DISCOVERER_OK else { return nil }
-        let videoStreams = gst_discoverer_info_get_video_streams(info)
-        defer { gst_discoverer_stream_info_list_free(videoStreams) }
-        guard videoStreams != nil else { return nil }
-        let duration = gst_discoverer_info_get_duration(info)
-        guard duration != GStreamer.clockTimeNone, duration > 0 else { return nil }
-        return Double(duration) / 1e9
+        return body(info)
     }
 }
 
