@@ -46,8 +46,17 @@ final class AudioTrack: @unchecked Sendable {
         }, onEndOfStream: { [weak self] in self?.end() })
     }
 
+    /// False while no chunk asks for audio: buffers are not kept then.
+    private var wanted = true
+
+    func setWanted(_ wanted: Bool) {
+        condition.lock(); defer { condition.unlock() }
+        self.wanted = wanted
+    }
+
     func append(startNs: UInt64, samples: Data) {
         condition.lock(); defer { condition.unlock() }
+        guard wanted else { return }
         pieces.append(Piece(startNs: startNs, samples: samples))
         let newest = pieces.last!.endNs
         if newest > keepNs { pieces.removeAll { $0.endNs < newest - keepNs } }

@@ -106,11 +106,19 @@ final class ChunkSink {
         self.companionSettings = companions
         self.audio = audio
         audio?.setChunkLength(ms: settings.chunkDurationMs)
+        audio?.setWanted(companions.audio != .none)
     }
 
     /// The companions chunks opened from now on get.
     func setCompanions(_ settings: CompanionSettings) {
         lock.withLock { companionSettings = settings }
+        updateAudioWanted()
+    }
+
+    /// Audio is kept while the next chunk or one still open asks for it.
+    private func updateAudioWanted() {
+        guard let audio else { return }
+        audio.setWanted(lock.withLock { companionSettings.audio != .none || open.values.contains { $0.companions.audio != .none } })
     }
 
     /// The timeline now (for tests and logs).
@@ -336,6 +344,7 @@ final class ChunkSink {
             logger.warning("splitmuxsink closed \(location), which this recorder did not open")
             return nil
         }
+        defer { updateAudioWanted() }
         let stats = frameStatistics()
         let closedAt = UInt64(runningTime)
         var endRunningTime = closedAt
