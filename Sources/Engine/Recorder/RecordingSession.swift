@@ -99,6 +99,9 @@ final class RecordingSession {
         framePath.start()
         if let audio, let sink = loaded.audioSink {
             audio.attach(to: sink, baseTime: { [pipeline = loaded.pipeline] in pipeline.baseTime })
+            // The pipeline's end of stream needs every sink's: a live audio
+            // source never ends, so when the video ends the audio path ends with it.
+            framePath.onCaptureEnded = { _ = sink.element.staticPad("sink")?.sendEndOfStream() }
         }
         // A sink that waits for a first frame before the pipeline plays
         // would wait forever: in a live pipeline frames only come once it plays.

@@ -107,6 +107,26 @@ final class CompanionRecordingTests: XCTestCase {
         XCTAssertEqual(recorder.catalog.all.count, 3)
     }
 
+    /// A video source that ends beside a live audio source that never does:
+    /// the source's end is still noticed at once (the audio path ends with it).
+    func testAnEndingVideoSourceEndsTheAudioPathToo() throws {
+        let storage = TemporaryDirectory(), inputs = TemporaryDirectory()
+        let clip = inputs.file("clip.mp4"), pipeline = inputs.file("file-with-audio.pipeline")
+        let made = try runTool("gst-launch-1.0", ["-q", "videotestsrc", "num-buffers=30", "!", "video/x-raw,width=320,height=240,framerate=30/1",
+                                                  "!", "x264enc", "!", "mp4mux", "!", "filesink", "location=\(clip.path)"])
+        XCTAssertEqual(made.status, 0, made.output)
+        let text = try String(contentsOfFile: repoPath("pipelines/file.pipeline"), encoding: .utf8)
+            + "\naudiotestsrc is-live=true ! audioconvert ! appsink name=audio_in\n"
+        try text.write(to: pipeline, atomically: true, encoding: .utf8)
+        let config = try testConfig(storage: storage.path, extra: ["recording.pipeline=\(pipeline.path)", "pipeline.vars.input=\(clip.path)",
+                                                                   "recording.frame_timeout_s=30"])
+        let recorder = try Recorder(config: config, makeProcessor: { _ in PassThroughProcessor() })
+        try recorder.start()
+        let noticed = waitOnMainLoop(10) { recorder.lastProblem == "the source ended" }
+        XCTAssertTrue(stopAndWait(recorder))
+        XCTAssertTrue(noticed, "the end of the video source is noticed, not left to the frame watchdog: \(recorder.lastProblem ?? "-")")
+    }
+
     func testTimestampsText() {
         XCTAssertEqual(CompanionJob.timestampsText([1_700_000_000_000, 1_700_000_000_033]), "0 : 1700000000000\n1 : 1700000000033")
         XCTAssertEqual(CompanionJob.timestampsText([]), "")
