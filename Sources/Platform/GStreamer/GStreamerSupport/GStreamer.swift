@@ -232,17 +232,9 @@ extension Pad {
     }
 
     /// Runs `action` on the streaming thread for every buffer passing this
-    /// pad, for as long as the pad lives. Keep it cheap: it is on the data path.
-    public func onEveryBuffer(_ action: @escaping () -> Void) {
-        let box = CallbackBox(action)
-        _ = gst_pad_add_probe(pointer, GST_PAD_PROBE_TYPE_BUFFER, { _, _, data in
-            if let data { CallbackBox<() -> Void>.from(data)() }
-            return GST_PAD_PROBE_OK
-        }, box.retainedPointer, { CallbackBox<() -> Void>.release($0) })
-    }
-
-    /// Like `onEveryBuffer`, with each buffer's running time (nil when it
-    /// carries no timestamp): the clock that names chunks.
+    /// pad, for as long as the pad lives, with the buffer's running time (nil
+    /// when it carries no timestamp): the clock that names chunks. Keep it
+    /// cheap: it is on the data path.
     public func onEveryBuffer(_ action: @escaping (_ runningTime: ClockTime?) -> Void) {
         let box = CallbackBox(action)
         _ = gst_pad_add_probe(pointer, GST_PAD_PROBE_TYPE_BUFFER, { pad, info, data in
