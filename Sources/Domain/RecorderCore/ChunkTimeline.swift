@@ -2,17 +2,20 @@
 public struct ChunkSettings: Equatable, Sendable, CustomStringConvertible {
     public var format: VideoFormat
     public var chunkDurationMs: Int
+    /// False: frames go to no chunk at all (the server's `videoFormat` "none").
+    public var recordsVideo: Bool
 
-    public init(format: VideoFormat, chunkDurationMs: Int) {
+    public init(format: VideoFormat, chunkDurationMs: Int, recordsVideo: Bool = true) {
         self.format = format
         self.chunkDurationMs = chunkDurationMs
+        self.recordsVideo = recordsVideo
     }
 
     public init(_ tuning: RecordingTuning) {
-        self.init(format: tuning.videoFormat, chunkDurationMs: tuning.chunkDurationMs)
+        self.init(format: tuning.videoFormat, chunkDurationMs: tuning.chunkDurationMs, recordsVideo: tuning.recordsVideo)
     }
 
-    public var description: String { "\(format.rawValue), \(chunkDurationMs) ms" }
+    public var description: String { recordsVideo ? "\(format.rawValue), \(chunkDurationMs) ms" : "no video" }
 }
 
 /// The order in which requested chunk settings reach a running chunk sink.
@@ -37,6 +40,8 @@ public struct ChunkTimeline: Equatable, Sendable {
     public enum Change: Equatable, Sendable {
         case container(VideoFormat)
         case chunkLength(ms: Int)
+        /// Start or stop recording video (a switch to a chunk sink or to none).
+        case recording(Bool)
     }
 
     /// What the sink must do now.
@@ -57,6 +62,7 @@ public struct ChunkTimeline: Equatable, Sendable {
             switch change {
             case .container(let format): settings.format = format
             case .chunkLength(let ms): settings.chunkDurationMs = ms
+            case .recording(let on): settings.recordsVideo = on
             }
         }
         return settings
@@ -73,6 +79,7 @@ public struct ChunkTimeline: Equatable, Sendable {
         let asked = requested
         if target.chunkDurationMs != asked.chunkDurationMs { queued.append(.chunkLength(ms: target.chunkDurationMs)) }
         if target.format != asked.format { queued.append(.container(target.format)) }
+        if target.recordsVideo != asked.recordsVideo { queued.append(.recording(target.recordsVideo)) }
         return advance()
     }
 
@@ -106,8 +113,16 @@ public struct ChunkTimeline: Equatable, Sendable {
                 steps.append(.setChunkLength(ms: ms))
             case .container(let format):
                 guard format != written.format else { continue }
+                // With no chunk sink there is nothing to switch: the sink made when video resumes takes it.
+                guard written.recordsVideo else { written.format = format; continue }
                 var next = written
                 next.format = format
+                pendingSwitch = next
+                steps.append(.switchSink(to: next))
+            case .recording(let on):
+                guard on != written.recordsVideo else { continue }
+                var next = written
+                next.recordsVideo = on
                 pendingSwitch = next
                 steps.append(.switchSink(to: next))
             }

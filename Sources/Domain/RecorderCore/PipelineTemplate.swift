@@ -10,6 +10,8 @@ public struct PipelineTemplate: Sendable {
         public static let captureSink = "blur_in"
         public static let processedSource = "blur_out"
         public static let chunkSink = "chunks"
+        /// Optional: `appsink name=audio_in` takes raw audio for the chunks' audio companions.
+        public static let audioSink = "audio_in"
     }
 
     public struct Line: Sendable, Equatable {

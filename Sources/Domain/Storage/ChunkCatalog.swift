@@ -100,6 +100,8 @@ public final class ChunkCatalog: @unchecked Sendable {
         public var removed: [String] = []
         /// Names that look like chunks but are not plain files (links, folders): left alone.
         public var ignored: [String] = []
+        /// Companion files (`Companion`) whose chunk is gone, removed.
+        public var orphans: [String] = []
     }
 
     public init(directory: URL, logger: Logger = Logger(label: "allspark.catalog")) throws {
@@ -267,8 +269,42 @@ public final class ChunkCatalog: @unchecked Sendable {
             }
         }
         separateNeighboursLocked(trusting: Set(known))
+        removeOrphanCompanionsLocked(into: &report)
         saveLocked()
         return report
+    }
+
+    /// Companions are written after their chunk is finished, so one whose
+    /// chunk (finished or partial, any container) is not in the folder lost
+    /// it: retention or a repair removed it. Interrupted companion writes go too.
+    private func removeOrphanCompanionsLocked(into report: inout ReconcileReport) {
+        for stale in folder.removeStaleTemporaries(where: { Companion.chunkStart(ofCompanion: $0) != nil }) {
+            logger.info("removed \(StorageFolder.printable(stale)), left by an interrupted write")
+        }
+        let names = folder.names()
+        let chunkStarts = Set(names.compactMap { ChunkName.parse($0)?.startMs })
+        for name in names.sorted() {
+            guard let start = Companion.chunkStart(ofCompanion: name), !chunkStarts.contains(start),
+                  case .file = folder.entry(name) else { continue }
+            do {
+                try folder.remove(name)
+                report.orphans.append(name)
+                logger.info("removed \(name): its chunk is gone")
+            } catch {
+                logger.error("cannot remove \(StorageFolder.printable(name)): \(error)")
+            }
+        }
+    }
+
+    /// Deletes the companions of a chunk being deleted (plain files only).
+    private func removeCompanionsLocked(of file: String) {
+        for companion in Companion.candidates(forChunk: file) where folder.entry(companion.file) != .missing {
+            do {
+                try folder.remove(companion.file)
+            } catch {
+                logger.error("cannot delete \(companion.file) with its chunk: \(error)")
+            }
+        }
     }
 
     private func removeLocked(_ name: String, into report: inout ReconcileReport) {
@@ -435,6 +471,7 @@ public final class ChunkCatalog: @unchecked Sendable {
                     continue
                 }
             }
+            removeCompanionsLocked(of: file)
             records.removeAll { $0.file == file }
             deleted.append(victim)
         }

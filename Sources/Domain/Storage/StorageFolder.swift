@@ -221,6 +221,32 @@ public struct StorageFolder: Sendable {
         return removed.sorted()
     }
 
+    /// Deletes temporary files of ours whose target name `isTarget` accepts
+    /// (names not known in advance, such as a chunk's companions). Same rules
+    /// as `removeStaleTemporaries(of:)`.
+    @discardableResult
+    public func removeStaleTemporaries(where isTarget: (String) -> Bool) -> [String] {
+        var removed: [String] = []
+        for name in names() where name.hasPrefix(".") {
+            guard let marker = name.range(of: Self.temporaryMarker, options: .backwards) else { continue }
+            let target = String(name[name.index(after: name.startIndex)..<marker.lowerBound])
+            guard isTarget(target), Self.isTemporary(name, of: target),
+                  case .file = entry(name), (try? remove(name)) != nil else { continue }
+            removed.append(name)
+        }
+        return removed.sorted()
+    }
+
+    /// Creates an empty hidden temporary file for `name`, exclusively, and
+    /// returns its name: for a writer that takes only a path (a GStreamer
+    /// file sink). Rename it into place once complete, or remove it.
+    public func createTemporary(for name: String) throws -> String {
+        _ = try path(name)
+        let (fd, path) = try Self.createExclusive(in: directory.path) { Self.temporaryName(for: name, random: $0) }
+        close(fd)
+        return (path as NSString).lastPathComponent
+    }
+
     static func isTemporary(_ name: String, of target: String) -> Bool {
         let prefix = "." + target + temporaryMarker
         guard name.hasPrefix(prefix) else { return false }

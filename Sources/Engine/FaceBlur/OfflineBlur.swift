@@ -61,11 +61,14 @@ public enum OfflineBlur {
         let quote = { (path: String) in "\"" + path.replacingOccurrences(of: "\"", with: "\\\"") + "\"" }
         // async=false on the file sink: its preroll would wait for frames
         // that only flow once the appsink side plays (one-pipeline deadlock).
+        let audio = audioBranch(for: URL(fileURLWithPath: input), quoted: quote(input))
         let pipeline = try Pipeline.parse("""
             filesrc location=\(quote(input)) ! decodebin ! videoconvert ! video/x-raw,format=I420 ! appsink name=blur_in \
             appsrc name=blur_out ! videoconvert ! x264enc speed-preset=\(encoderPreset) pass=quant quantizer=20 key-int-max=60 \
-            ! h264parse ! \(format.muxerFactory) ! filesink async=false location=\(quote(target.temporaryPath))
+            ! h264parse ! \(format.muxerFactory) name=mux ! filesink async=false location=\(quote(target.temporaryPath)) \
+            \(audio.description)
             """)
+        if let kept = audio.kept { logger.info("\(input): keeping its audio track (\(kept))") }
         guard let sinkElement = pipeline.element(named: "blur_in"), let sink = AppSink(sinkElement),
               let sourceElement = pipeline.element(named: "blur_out"), let source = AppSource(sourceElement) else {
             throw GStreamerError("cannot build the blur pipeline")
@@ -101,5 +104,18 @@ public enum OfflineBlur {
         let seconds = Date().timeIntervalSince(started)
         let stats = path.statistics
         return Report(framesIn: stats.captured, framesOut: stats.recorded, seconds: seconds, counters: stage.counters)
+    }
+
+    /// The input's audio, read a second time from the file (audio has no
+    /// faces, so it bypasses the privacy stage) into the muxer: AAC is
+    /// copied as it is (mp4 and mov both hold it), any other codec is
+    /// decoded and encoded to AAC. Empty without an audio track.
+    static func audioBranch(for input: URL, quoted: String) -> (description: String, kept: String?) {
+        guard let caps = MediaProbe.audioCaps(of: input) else { return ("", nil) }
+        if caps.hasPrefix("audio/mpeg"), caps.contains("mpegversion=(int)4") {
+            return ("filesrc location=\(quoted) ! parsebin ! audio/mpeg,mpegversion=4 ! queue ! aacparse ! mux.audio_%u", "AAC, copied")
+        }
+        return ("filesrc location=\(quoted) ! decodebin ! audio/x-raw ! queue ! audioconvert ! audioresample ! avenc_aac ! aacparse ! mux.audio_%u",
+                "encoded to AAC")
     }
 }

@@ -3,6 +3,7 @@ import GLibSupport
 import GStreamerSupport
 import Logging
 import RecorderCore
+import Storage
 
 /// A chunk the splitmuxsink has finished and that now has its final name.
 public struct FinishedChunk: Sendable {
@@ -10,6 +11,23 @@ public struct FinishedChunk: Sendable {
     public var width: Int
     public var height: Int
     public var framesPerSecond: Double
+    /// The files written beside the chunk (`Companion`), in upload order.
+    public var companions: [Companion] = []
+}
+
+/// Which companions the chunks opened from now on get (applied from the next chunk).
+struct CompanionSettings: Equatable, Sendable {
+    var timestamps: TimestampFormat
+    var audio: AudioFormat
+
+    init(timestamps: TimestampFormat = .none, audio: AudioFormat = .none) {
+        self.timestamps = timestamps
+        self.audio = audio
+    }
+
+    init(_ tuning: RecordingTuning) {
+        self.init(timestamps: tuning.timestampFormat, audio: tuning.audioFormat)
+    }
 }
 
 /// Owns the `chunks` splitmuxsink: its properties (location, duration,
@@ -57,22 +75,50 @@ final class ChunkSink {
     /// could not be created. Any other open fragment is still being finalised.
     private var writing: String?
     private var generation = 1
+    /// Sinks that take the frames while no video is recorded (fakesinks, `recordsVideo` false).
+    private var discarding: Set<ObjectID> = []
+    /// The companions of chunks opened from now on.
+    private var companionSettings: CompanionSettings
+    /// Running times of the frames that reached the chunk sink, oldest first,
+    /// until their chunk is finished: its timestamps file lists them.
+    private var frameTimes: [UInt64] = []
+    /// Gets the chunk length (it bounds how much audio is kept).
+    private let audio: AudioTrack?
 
     struct OpenFragment {
         var startNs: UInt64
         var startMs: Int64
         var format: VideoFormat
         var sink: ObjectID
+        /// Running time of the chunk's first frame (nil when the sink gave no buffer).
+        var startRunningTime: UInt64?
+        var companions: CompanionSettings
     }
 
-    init(pipeline: Pipeline, element: Element, storage: URL, settings: ChunkSettings, logger: Logger,
-         frameStatistics: @escaping () -> FrameStatistics) {
+    init(pipeline: Pipeline, element: Element, storage: URL, settings: ChunkSettings, companions: CompanionSettings = .init(),
+         audio: AudioTrack? = nil, logger: Logger, frameStatistics: @escaping () -> FrameStatistics) {
         self.pipeline = pipeline
         self.storage = storage
         self.logger = logger
         self.frameStatistics = frameStatistics
         self.active = element
         self.timeline = ChunkTimeline(settings)
+        self.companionSettings = companions
+        self.audio = audio
+        audio?.setChunkLength(ms: settings.chunkDurationMs)
+        audio?.setWanted(companions.audio != .none)
+    }
+
+    /// The companions chunks opened from now on get.
+    func setCompanions(_ settings: CompanionSettings) {
+        lock.withLock { companionSettings = settings }
+        updateAudioWanted()
+    }
+
+    /// Audio is kept while the next chunk or one still open asks for it.
+    private func updateAudioWanted() {
+        guard let audio else { return }
+        audio.setWanted(lock.withLock { companionSettings.audio != .none || open.values.contains { $0.companions.audio != .none } })
     }
 
     /// The timeline now (for tests and logs).
@@ -96,14 +142,26 @@ final class ChunkSink {
         feed.unlink(from: parsedPad)
         parsed.setState(.null)
         pipeline.remove(parsed)
-        let fresh = try Element.make("splitmuxsink", name: PipelineTemplate.Contract.chunkSink)
-        let settings = lock.withLock { () -> ChunkSettings in active = fresh; return timeline.written }
-        guard attach(fresh, to: feed, format: settings.format, durationMs: settings.chunkDurationMs) else {
+        let settings = lock.withLock { timeline.written }
+        let fresh = try Self.makeSink(for: settings, name: PipelineTemplate.Contract.chunkSink)
+        lock.withLock { active = fresh }
+        guard attach(fresh, to: feed, settings: settings) else {
             throw GStreamerError("cannot link the encoder to the chunk sink")
         }
         // The encoder's output stays linked to whichever sink is active (a
         // container switch re-links the same pad), so this sees every frame recorded.
-        feed.onEveryBuffer { [weak self] in self?.frameArrived() }
+        feed.onEveryBuffer { [weak self] runningTime in self?.frameArrived(at: runningTime) }
+    }
+
+    /// A splitmuxsink for chunks, or a fakesink while no video is recorded:
+    /// the encoder keeps running (the preview, a later switch back), its frames go nowhere.
+    private static func makeSink(for settings: ChunkSettings, name: String) throws -> Element {
+        try Element.make(settings.recordsVideo ? "splitmuxsink" : "fakesink", name: settings.recordsVideo ? name : "no_video_\(name)")
+    }
+
+    /// The pad the encoder feeds on a sink `makeSink` made.
+    private func input(of sink: Element) -> Pad? {
+        sink.staticPad("video") ?? sink.staticPad("sink")
     }
 
     // MARK: Frames reaching the chunks
@@ -121,17 +179,26 @@ final class ChunkSink {
 
     /// What `handle` makes of a bus message from the chunk sink.
     enum Event {
-        case finished(FinishedChunk)
+        /// The chunk has its final name; its companions are still to be written from `CompanionJob`.
+        case finished(FinishedChunk, CompanionJob)
         /// The next chunk's file could not be created (a read-only or full
         /// folder): a writer failure the bus itself never reports.
         case cannotCreate(message: String, noSpaceLeft: Bool)
     }
 
-    private func frameArrived() {
+    private func frameArrived(at runningTime: ClockTime?) {
         let now = DispatchTime.now().uptimeNanoseconds
         let first = lock.withLock { () -> Bool in
             framesArrived += 1
             lastFrameUptimeNs = now
+            if let runningTime {
+                frameTimes.append(UInt64(runningTime))
+                // Bounded while no chunk takes them (no video recorded, a stalled writer).
+                let keep = UInt64(2 * timeline.requested.chunkDurationMs + 30_000) * 1_000_000
+                if frameTimes.count > 1, let oldest = frameTimes.first, UInt64(runningTime) > oldest + 2 * keep {
+                    frameTimes.removeAll { $0 + keep < UInt64(runningTime) }
+                }
+            }
             return framesArrived == 1
         }
         if first, let onFirstFrame { MainLoop.post(onFirstFrame) }
@@ -147,13 +214,19 @@ final class ChunkSink {
         return sinks.contains { message.comes(fromInside: $0) }
     }
 
-    /// Configures a new splitmuxsink, adds it to the pipeline and links `feed` into it.
-    private func attach(_ sink: Element, to feed: Pad, format: VideoFormat, durationMs: Int) -> Bool {
-        // Configure before requesting the pad: that creates the muxer.
-        configure(sink, format: format, durationMs: durationMs)
+    /// Configures a new sink made by `makeSink`, adds it to the pipeline and links `feed` into it.
+    private func attach(_ sink: Element, to feed: Pad, settings: ChunkSettings) -> Bool {
+        if settings.recordsVideo {
+            // Configure before requesting the pad: that creates the muxer.
+            configure(sink, format: settings.format, durationMs: settings.chunkDurationMs)
+        } else {
+            sink.set("sync", false)
+            sink.set("async", false)
+            lock.withLock { _ = discarding.insert(sink.id) }
+        }
         guard pipeline.add(sink) else { return false }
         sink.syncStateWithParent()
-        guard let pad = sink.requestPad("video") else { return false }
+        guard let pad = settings.recordsVideo ? sink.requestPad("video") : sink.staticPad("sink") else { return false }
         return feed.link(to: pad)
     }
 
@@ -216,8 +289,10 @@ final class ChunkSink {
             return Self.discardedLocation
         }
         let path = storage.appendingPathComponent(ChunkName.partial(startMs: startMs, format: format)).path
+        let startRunningTime = firstSample?.runningTime.map { UInt64($0) }
         lock.withLock {
-            open[path] = OpenFragment(startNs: startNs, startMs: startMs, format: format, sink: sink)
+            open[path] = OpenFragment(startNs: startNs, startMs: startMs, format: format, sink: sink,
+                                      startRunningTime: startRunningTime, companions: companionSettings)
             writing = path
         }
         return path
@@ -269,6 +344,7 @@ final class ChunkSink {
             logger.warning("splitmuxsink closed \(location), which this recorder did not open")
             return nil
         }
+        defer { updateAudioWanted() }
         let stats = frameStatistics()
         let closedAt = UInt64(runningTime)
         var endRunningTime = closedAt
@@ -289,14 +365,41 @@ final class ChunkSink {
         let endNs = UInt64(pipeline.baseTime) + endRunningTime
         let finished = finalize(fragment: fragment, partialPath: location, endNs: endNs, stats: stats)
         if isLast { retireIfDone(fragment.sink) }
-        return finished.map { .finished($0) }
+        guard let (chunk, finalEndNs) = finished else { return nil }
+        let lastOfStream: Bool
+        if case .stopped? = ending, isLast { lastOfStream = true } else { lastOfStream = false }
+        return .finished(chunk, companionJob(for: fragment, endNs: finalEndNs, lastOfStream: lastOfStream))
+    }
+
+    /// The chunk's companions as its settings asked when it opened: the
+    /// capture times of its frames (those from its first frame up to the
+    /// next chunk's first, or to the end of the stream) and its audio span.
+    /// Frames no open chunk needs any more are forgotten.
+    private func companionJob(for fragment: OpenFragment, endNs: UInt64, lastOfStream: Bool) -> CompanionJob {
+        let base = UInt64(pipeline.baseTime)
+        let startRT = fragment.startRunningTime ?? (fragment.startNs >= base ? fragment.startNs - base : 0)
+        let endRT = endNs >= base ? endNs - base : 0
+        return lock.withLock {
+            var times: [Int64]?
+            if fragment.companions.timestamps == .txt {
+                times = frameTimes.filter { $0 >= startRT && (lastOfStream || $0 < endRT) }.sorted()
+                    .map { Int64((base + $0) / 1_000_000) }
+            }
+            // A chunk opened before this one (still being finalised) keeps its frames.
+            let stillNeeded = open.values.compactMap(\.startRunningTime).min() ?? .max
+            let cutoff = min(endRT, stillNeeded)
+            frameTimes.removeAll { $0 < cutoff }
+            return CompanionJob(startMs: fragment.startMs, startNs: fragment.startNs, endNs: endNs,
+                                frameTimesMs: times, audio: fragment.companions.audio)
+        }
     }
 
     /// Set after a pipeline error: chunks closed afterwards may be cut short
     /// (a full disk), so each is checked to be playable before it is named.
     var verifyBeforeFinalizing = false
 
-    private func finalize(fragment: OpenFragment, partialPath: String, endNs: UInt64, stats: FrameStatistics) -> FinishedChunk? {
+    /// Renames a closed chunk to its final name; returns it and its end (wall-clock ns), nil when it is not kept.
+    private func finalize(fragment: OpenFragment, partialPath: String, endNs: UInt64, stats: FrameStatistics) -> (FinishedChunk, UInt64)? {
         var endNs = endNs
         if stats.recorded == 0 {
             // splitmuxsink opens a fragment on caps alone; with no frame it holds no video.
@@ -331,7 +434,7 @@ final class ChunkSink {
         let start = Double(fragment.startNs) / 1e9
         let end = max(start, Double(endNs) / 1e9)
         let record = ChunkRecord(file: finalName, start: start, end: end, size: size, format: fragment.format)
-        return FinishedChunk(record: record, width: stats.width, height: stats.height, framesPerSecond: stats.framesPerSecond)
+        return (FinishedChunk(record: record, width: stats.width, height: stats.height, framesPerSecond: stats.framesPerSecond), endNs)
     }
 
     /// Set once end-of-stream has reached the active sink's input.
@@ -346,7 +449,7 @@ final class ChunkSink {
             endings[active.id] = .stopped
             return active
         }
-        guard let feed = sink.staticPad("video")?.peer else {
+        guard let feed = input(of: sink)?.peer else {
             lock.withLock { inputEnded = true }
             MainLoop.post(onInputEnded)
             return
@@ -398,7 +501,10 @@ final class ChunkSink {
 
     /// The next chunk takes the new length; robust muxing reserves room for it.
     private func setChunkDuration(ms: Int) {
-        let sink = lock.withLock { active }
+        audio?.setChunkLength(ms: ms)
+        let (sink, discards) = lock.withLock { (active, discarding.contains(active.id)) }
+        // While no video is recorded the length waits in the timeline for the next chunk sink.
+        guard !discards else { return }
         sink.set("max-size-time", UInt64(ms) * 1_000_000)
         setMuxerProperties(sink, durationMs: ms)
     }
@@ -411,11 +517,11 @@ final class ChunkSink {
     /// the timeline queued meanwhile.
     private func startSwitch(to settings: ChunkSettings) throws {
         let old = lock.withLock { active }
-        guard let oldPad = old.staticPad("video"), let feed = oldPad.peer else {
+        guard let oldPad = input(of: old), let feed = oldPad.peer else {
             throw GStreamerError("cannot switch the container: the chunk sink has no linked video input")
         }
         generation += 1
-        let replacement = try Element.make("splitmuxsink", name: "chunks_\(generation)")
+        let replacement = try Self.makeSink(for: settings, name: "chunks_\(generation)")
         feed.atNextKeyframe { [weak self] keyframeTime in
             guard let self else { return }
             let oldID = old.id
@@ -426,10 +532,20 @@ final class ChunkSink {
                 return
             }
             feed.unlink(from: oldPad)
-            guard self.attach(replacement, to: feed, format: settings.format, durationMs: settings.chunkDurationMs) else {
+            guard self.attach(replacement, to: feed, settings: settings) else {
                 // Frames keep going to the old sink; the recorder restarts the pipeline.
                 _ = feed.link(to: oldPad)
                 MainLoop.post { [weak self] in self?.switchFailed("cannot link the encoder to the new chunk sink") }
+                return
+            }
+            // A sink that recorded nothing has no chunk to finish: it just goes.
+            if self.lock.withLock({ self.discarding.remove(oldID) != nil }) {
+                self.lock.withLock { self.active = replacement }
+                MainLoop.post { [weak self, pipeline = self.pipeline] in
+                    old.setState(.null)
+                    pipeline.remove(old)
+                    self?.switchCompleted()
+                }
                 return
             }
             self.lock.withLock {

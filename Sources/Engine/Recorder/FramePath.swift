@@ -68,6 +68,9 @@ public final class FramePath: @unchecked Sendable {
     private var lastCaptureUptimeNs: UInt64?
     /// Gets every recorded frame after the processor (set before the pipeline plays).
     public var preview: PreviewTap?
+    /// Runs on the capture thread after the capture ended (end of stream at
+    /// blur_in) and its last frames went on (set before the pipeline plays).
+    public var onCaptureEnded: (() -> Void)?
 
     public init(sink: AppSink, source: AppSource, processor: FrameProcessor) {
         self.sink = sink
@@ -96,6 +99,7 @@ public final class FramePath: @unchecked Sendable {
             self?.handle(sample) ?? false
         }, onEndOfStream: { [weak self] in
             self?.finish()
+            self?.onCaptureEnded?()
         })
     }
 

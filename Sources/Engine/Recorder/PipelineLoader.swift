@@ -12,6 +12,9 @@ public struct LoadedPipeline {
     public let processedSource: AppSource
     /// `splitmuxsink name=chunks`: writes the chunk files.
     public let chunkSink: Element
+    /// `appsink name=audio_in`, when the pipeline has an audio path: raw
+    /// audio, converted by the loader to `AudioTrack.caps`, for the chunks' audio companions.
+    public let audioSink: AppSink?
     /// Sinks besides blur_in and chunks (a stream to the network, a
     /// preview). They must not wait for a first frame before the
     /// pipeline plays (see `RecordingSession.start`).
@@ -112,13 +115,55 @@ public enum PipelineLoader {
             throw PipelineError(file: template.file, line: template.line(mentioning: C.chunkSink),
                                 reason: "no video stream is linked into '\(C.chunkSink)': end the encoding part with '… ! h264parse ! splitmuxsink name=\(C.chunkSink)'")
         }
+        let audioSink = try audioPath(pipeline, template: template)
         // Sinks inside another element (splitmuxsink's file sink) are that element's business.
         let extraSinks = graph.nodes.filter { node in
-            node.isSink && ![C.captureSink, C.chunkSink].contains(node.name)
+            node.isSink && ![C.captureSink, C.chunkSink, C.audioSink].contains(node.name)
                 && !chunks.contains(node.element)
         }.map(\.element)
         return LoadedPipeline(template: template, pipeline: pipeline, captureSink: captureSink,
-                              processedSource: processedSource, chunkSink: chunks, extraSinks: extraSinks)
+                              processedSource: processedSource, chunkSink: chunks, audioSink: audioSink,
+                              extraSinks: extraSinks)
+    }
+
+    /// The optional audio path: `… ! appsink name=audio_in`, fed raw audio
+    /// by a static link. The service owns the format: the loader puts
+    /// audioconvert ! audioresample ! capsfilter(`AudioTrack.caps`) before
+    /// the sink, so any raw audio source will do.
+    static func audioPath(_ pipeline: Pipeline, template: PipelineTemplate) throws -> AppSink? {
+        let name = PipelineTemplate.Contract.audioSink
+        guard let element = pipeline.element(named: name) else { return nil }
+        let line = template.line(mentioning: name)
+        guard element.factoryName == "appsink", let sink = AppSink(element) else {
+            throw PipelineError(file: template.file, line: line,
+                                reason: "'\(name)' is a \(element.factoryName ?? "?"), but it must be an appsink (where raw audio leaves the pipeline)")
+        }
+        guard let pad = element.staticPad("sink"), let feed = pad.peer else {
+            throw PipelineError(file: template.file, line: line,
+                                reason: "nothing is linked into '\(name)': end the audio part with '… ! audioconvert ! appsink name=\(name)'")
+        }
+        let types = feed.possibleMediaTypes
+        guard types.contains("audio/x-raw") else {
+            throw PipelineError(file: template.file, line: line,
+                                reason: "'\(name)' must receive raw audio (audio/x-raw), but gets \(types.isEmpty ? "nothing usable" : types.joined(separator: ", ")): decode or convert before it ('… ! audioconvert ! appsink name=\(name)')")
+        }
+        feed.unlink(from: pad)
+        do {
+            let chain = try ["audioconvert", "audioresample", "capsfilter"].map { try Element.make($0) }
+            chain[2].set("caps", AudioTrack.caps)
+            var previous = feed
+            for element in chain {
+                guard pipeline.add(element), let input = element.staticPad("sink"), previous.link(to: input),
+                      let output = element.staticPad("src") else {
+                    throw GStreamerError("cannot link \(element.factoryName ?? "?")")
+                }
+                previous = output
+            }
+            guard previous.link(to: pad) else { throw GStreamerError("cannot link the converted audio into \(name)") }
+        } catch {
+            throw PipelineError(file: template.file, line: line, reason: "cannot convert the audio for '\(name)': \(error)")
+        }
+        return sink
     }
 
     /// The privacy boundary, checked on the graph rather than on names:
@@ -140,13 +185,15 @@ public enum PipelineLoader {
                 if feedsBlurIn.insert(node).inserted { queue += upstream[node] ?? [] }
             }
         }
+        // Audio carries no faces: audio_in takes only raw audio (checked in `audioPath`).
+        let audioIn = graph.index(named: C.audioSink)
         for source in graph.nodes.indices where graph.nodes[source].isSource && source != blurOut {
             // Breadth first, remembering the way, so the report shows the shortest leak.
             var cameFrom: [Int: Int] = [source: source]
             var queue = [source]
             while !queue.isEmpty {
                 let node = queue.removeFirst()
-                if node != source, node != blurIn, graph.nodes[node].isSink {
+                if node != source, node != blurIn, node != audioIn, graph.nodes[node].isSink {
                     var path = [node]
                     while let previous = cameFrom[path[0]], previous != path[0] { path.insert(previous, at: 0) }
                     // Where the leak leaves the capture part: the last element on the way that also feeds blur_in.

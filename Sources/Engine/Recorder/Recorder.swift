@@ -157,10 +157,11 @@ public final class Recorder {
         retryTimer = nil
         guard !stopRequested else { return }
         do {
-            let loaded = try PipelineLoader.load(file: config.recording.pipeline, variables: config.pipelineVariables,
+            let loaded = try PipelineLoader.load(file: config.recording.pipeline, variables: pipelineVariables(of: config),
                                                  privacyBoundary: config.privacy.faceBlur)
             let processor = try makeProcessor(config)
             let session = RecordingSession(loaded: loaded, storage: catalog.directory, settings: ChunkSettings(tuning),
+                                           companions: CompanionSettings(tuning),
                                            frameTimeout: config.recording.frameTimeoutSeconds,
                                            processor: processor, preview: preview, worker: worker, logger: logger)
             session.onChunkFinished = { [weak self] chunk in self?.chunkFinished(chunk) }
@@ -181,7 +182,7 @@ public final class Recorder {
             pipelineFingerprint = fingerprint(of: config)
             try session.start()
             state = .waitingForSource
-            logger.notice("started \(loaded.template.file), waiting for the source; chunks go to \(catalog.directory.path) as \(tuning.videoFormat.rawValue) chunks of \(tuning.chunkDurationMs) ms (frames through \(processor.name))")
+            logger.notice("started \(loaded.template.file), waiting for the source; chunks go to \(catalog.directory.path) as \(tuning.recordsVideo ? tuning.videoFormat.rawValue : "no video (none)") chunks of \(tuning.chunkDurationMs) ms (frames through \(processor.name); audio: \(loaded.audioSink == nil ? "no audio_in branch" : tuning.audioFormat.rawValue); timestamps: \(tuning.timestampFormat.rawValue))")
         } catch {
             lastProblem = "cannot start recording: \(error)"
             logger.error("cannot start recording: \(error)")
@@ -326,6 +327,17 @@ public final class Recorder {
         if new.videoFormat != old.videoFormat {
             changes.append("container \(old.videoFormat.rawValue) → \(new.videoFormat.rawValue)")
         }
+        if new.recordsVideo != old.recordsVideo {
+            changes.append(new.recordsVideo ? "video recording resumes at the next keyframe"
+                                            : "video recording stops at the next keyframe (videoFormat none); capture and the preview go on")
+        }
+        if CompanionSettings(new) != CompanionSettings(old) {
+            changes.append("companions from the next chunk: timestamps \(new.timestampFormat.rawValue), audio \(new.audioFormat.rawValue)")
+            session?.setCompanions(CompanionSettings(new))
+        }
+        if new.framerate != old.framerate, let fps = new.framerate {
+            changes.append(framerateChange(fps))
+        }
         if ChunkSettings(new) != ChunkSettings(old), let session {
             do {
                 try session.apply(ChunkSettings(new))
@@ -378,11 +390,43 @@ public final class Recorder {
         }
     }
 
+    /// The variables a pipeline run is built with: the config's, with
+    /// `framerate` set to the frame rate asked (the server's `fps`), when one is.
+    private func pipelineVariables(of config: RecorderConfig) -> [String: String] {
+        var variables = config.pipelineVariables
+        if let fps = tuning.framerate, fps.isFinite, fps >= 1 {
+            // Pipelines write it as `framerate=${framerate}/1` and as a keyframe interval: whole frames.
+            variables[Self.framerateVariable] = String(Int(fps.rounded()))
+        }
+        return variables
+    }
+
+    static let framerateVariable = "framerate"
+    private var loggedFramerateNotApplicable = false
+
+    /// A frame rate asked live. Caps are fixed when the pipeline is parsed,
+    /// and a live source (a V4L2 camera) cannot change its rate while
+    /// running, so a pipeline written with `${framerate}` gets the new rate
+    /// when it next starts (a restart, a reload, a retry); one without it
+    /// keeps its own rate (logged once).
+    private func framerateChange(_ fps: Double) -> String {
+        let text = (try? String(contentsOfFile: config.recording.pipeline, encoding: .utf8)) ?? ""
+        let file = (config.recording.pipeline as NSString).lastPathComponent
+        if text.contains("${\(Self.framerateVariable)}") {
+            return "frame rate \(String(format: "%g", fps)) fps: applied when \(file) next starts (caps are fixed while the pipeline runs)"
+        }
+        if !loggedFramerateNotApplicable {
+            loggedFramerateNotApplicable = true
+            logger.notice("fps not applicable to this pipeline: \(file) does not use ${\(Self.framerateVariable)}; it keeps its own frame rate")
+        }
+        return "frame rate \(String(format: "%g", fps)) fps asked (not applicable to \(file))"
+    }
+
     /// Identity of what a pipeline run is built from: the file's text, the
     /// variables and the privacy stage's settings.
     private func fingerprint(of config: RecorderConfig) -> String {
         let text = (try? String(contentsOfFile: config.recording.pipeline, encoding: .utf8)) ?? ""
-        let vars = config.pipelineVariables.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
+        let vars = pipelineVariables(of: config).sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
         return [config.recording.pipeline, text, vars.joined(separator: "\n"), "\(config.privacy)"].joined(separator: "\n")
     }
 }

@@ -3,6 +3,7 @@ import GLibSupport
 import GStreamerSupport
 import Logging
 import RecorderCore
+import Storage
 
 /// One run of the pipeline, from PLAYING until it is stopped or fails.
 ///
@@ -43,7 +44,11 @@ final class RecordingSession {
     /// folder): its chunk can never be finished, so stopping does not wait for it.
     private var writerBroken = false
     private let worker: DispatchQueue
+    /// The audio from `audio_in`, when the pipeline has an audio path.
+    private let audio: AudioTrack?
+    private let companions: CompanionWriter
 
+    /// Runs on the main loop once a chunk and its companions are written.
     var onChunkFinished: ((FinishedChunk) -> Void)?
     var onFailure: ((Failure) -> Void)?
     /// A live container switch could not be made (see `ChunkSink.onSwitchFailed`).
@@ -58,8 +63,8 @@ final class RecordingSession {
     }
 
     /// - Parameter worker: a serial queue for the slow steps of stopping.
-    init(loaded: LoadedPipeline, storage: URL, settings: ChunkSettings, frameTimeout: Double,
-         processor: FrameProcessor, preview: PreviewTap? = nil, worker: DispatchQueue, logger: Logger) {
+    init(loaded: LoadedPipeline, storage: URL, settings: ChunkSettings, companions: CompanionSettings = .init(),
+         frameTimeout: Double, processor: FrameProcessor, preview: PreviewTap? = nil, worker: DispatchQueue, logger: Logger) {
         self.loaded = loaded
         self.logger = logger
         self.frameTimeout = frameTimeout
@@ -67,9 +72,15 @@ final class RecordingSession {
         let framePath = FramePath(sink: loaded.captureSink, source: loaded.processedSource, processor: processor)
         framePath.preview = preview
         self.framePath = framePath
+        let audio = loaded.audioSink.map { _ in AudioTrack() }
+        self.audio = audio
+        self.companions = CompanionWriter(folder: StorageFolder(storage), audio: audio, logger: logger)
         chunkSink = ChunkSink(pipeline: loaded.pipeline, element: loaded.chunkSink, storage: storage, settings: settings,
-                              logger: logger, frameStatistics: { framePath.statistics })
+                              companions: companions, audio: audio, logger: logger, frameStatistics: { framePath.statistics })
     }
+
+    /// The companions of chunks opened from now on.
+    func setCompanions(_ settings: CompanionSettings) { chunkSink.setCompanions(settings) }
 
     /// Starts the pipeline. On failure the pipeline is back in NULL and the
     /// processor is closed on the worker (its threads end): a retry makes new ones.
@@ -86,6 +97,12 @@ final class RecordingSession {
     private func play() throws {
         try chunkSink.install()
         framePath.start()
+        if let audio, let sink = loaded.audioSink {
+            audio.attach(to: sink, baseTime: { [pipeline = loaded.pipeline] in pipeline.baseTime })
+            // The pipeline's end of stream needs every sink's: a live audio
+            // source never ends, so when the video ends the audio path ends with it.
+            framePath.onCaptureEnded = { _ = sink.element.staticPad("sink")?.sendEndOfStream() }
+        }
         // A sink that waits for a first frame before the pipeline plays
         // would wait forever: in a live pipeline frames only come once it plays.
         for sink in loaded.extraSinks { sink.stopWaitingForPreroll() }
@@ -124,8 +141,8 @@ final class RecordingSession {
         switch message.kind {
         case .element:
             switch chunkSink.handle(message) {
-            case .finished(let chunk)?:
-                onChunkFinished?(chunk)
+            case .finished(let chunk, let job)?:
+                finished(chunk, job)
             case .cannotCreate(let text, let noSpaceLeft)?:
                 writerFailed(message: text, noSpaceLeft: noSpaceLeft)
             case nil:
@@ -152,6 +169,18 @@ final class RecordingSession {
             if stopping { finishStop() } else { onFailure?(.sourceEnded) }
         default:
             break
+        }
+    }
+
+    /// Writes the chunk's companions on the worker (in chunk order: it is
+    /// serial), then reports the chunk with them, on the main loop. The
+    /// report is kept even if this session is gone by then.
+    private func finished(_ chunk: FinishedChunk, _ job: CompanionJob) {
+        let deliver = onChunkFinished
+        worker.async { [companions] in
+            var chunk = chunk
+            chunk.companions = companions.write(job)
+            MainLoop.post { deliver?(chunk) }
         }
     }
 
@@ -233,6 +262,9 @@ final class RecordingSession {
         // pipeline's streaming threads can stop and the worker is not held.
         framePath.unblock()
         loaded.pipeline.setState(.null)
+        // No more audio comes: a last chunk's cut takes what there is.
+        audio?.end()
+        loaded.audioSink?.clearHandlers()
         let completion = stopCompletion
         stopCompletion = nil
         // After the drain (same serial queue): closing the processor joins its threads.

@@ -77,4 +77,21 @@ final class ChunkTimelineTests: XCTestCase {
         XCTAssertEqual(timeline.written, mp4_2s, "the old sink still writes")
         XCTAssertTrue(timeline.isSettled)
     }
+
+    /// videoFormat "none": a switch to no sink; a container asked meanwhile
+    /// waits for the sink made when video resumes.
+    func testStoppingAndResumingVideoAreSwitches() {
+        var timeline = ChunkTimeline(mp4_2s)
+        let off = ChunkSettings(format: .mp4, chunkDurationMs: 2000, recordsVideo: false)
+        XCTAssertEqual(timeline.request(off), [.switchSink(to: off)])
+        XCTAssertEqual(timeline.switchCompleted(), [])
+        XCTAssertEqual(timeline.written, off)
+        XCTAssertEqual(timeline.request(ChunkSettings(format: .mov, chunkDurationMs: 2000, recordsVideo: false)), [],
+                       "no sink to switch while no video is recorded")
+        let on = ChunkSettings(format: .mov, chunkDurationMs: 2000)
+        XCTAssertEqual(timeline.request(on), [.switchSink(to: on)], "video resumes in the container asked")
+        XCTAssertEqual(timeline.switchCompleted(), [])
+        XCTAssertEqual(timeline.written, on)
+        XCTAssertTrue(timeline.isSettled)
+    }
 }

@@ -70,6 +70,25 @@ final class BlurCommandTests: XCTestCase {
         XCTAssertEqual(names(), ["also-keep.mp4", "keep.mp4", "link.mp4"], "nothing left behind")
     }
 
+    /// `blur` keeps a file's audio: AAC copied as it is, another codec encoded to AAC.
+    func testKeepsTheAudioTrack() throws {
+        let video = "videotestsrc num-buffers=30 ! video/x-raw,width=160,height=128,framerate=30/1 ! x264enc ! h264parse"
+        let audio = "audiotestsrc num-buffers=44 samplesperbuffer=1024 ! audio/x-raw,rate=44100,channels=1 ! audioconvert"
+        let cases = [("aac.mp4", "\(video) ! mp4mux name=m ! filesink location=IN \(audio) ! avenc_aac ! aacparse ! m.audio_%u", "aac.mov"),
+                     ("pcm.mkv", "\(video) ! matroskamux name=m ! filesink location=IN \(audio) ! m.audio_%u", "pcm.mp4")]
+        for (name, launch, outName) in cases {
+            let input = folder.file(name), output = folder.file(outName)
+            let made = try runTool("gst-launch-1.0", ["-q"] + launch.replacingOccurrences(of: "IN", with: input.path).split(separator: " ").map(String.init))
+            XCTAssertEqual(made.status, 0, made.output)
+            let (status, text) = try blur([input.path, output.path])
+            XCTAssertEqual(status, 0, text)
+            let report = try discover(output)
+            XCTAssertTrue(report.output.contains("MPEG-4 AAC"), "\(outName) has its audio: \(report.output)")
+            XCTAssertTrue(report.output.contains("H.264"), report.output)
+            XCTAssertEqual(try XCTUnwrap(report.duration), 1.0, accuracy: 0.1, outName)
+        }
+    }
+
     func testAnExistingOutputIsReplacedOnlyWithForce() throws {
         let input = try place(Self.shortClip, as: "in.mp4")
         let output = folder.file("out.mp4")

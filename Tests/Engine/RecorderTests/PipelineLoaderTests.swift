@@ -6,7 +6,7 @@ import RecorderTestSupport
 
 final class PipelineLoaderTests: XCTestCase {
     let vars = ["width": "320", "height": "240", "framerate": "30", "bitrate_kbps": "500",
-                "device": "/dev/video0", "input": "/tmp/in.mp4"]
+                "device": "/dev/video0", "input": "/tmp/in.mp4", "audio_source": "audiotestsrc is-live=true wave=silence"]
 
     func testShippedPipelinesSatisfyTheContract() throws {
         for name in ["test", "v4l2", "file"] {
@@ -14,7 +14,20 @@ final class PipelineLoaderTests: XCTestCase {
             XCTAssertEqual(loaded.captureSink.element.factoryName, "appsink", name)
             XCTAssertEqual(loaded.processedSource.element.factoryName, "appsrc", name)
             XCTAssertEqual(loaded.chunkSink.factoryName, "splitmuxsink", name)
+            XCTAssertEqual(loaded.audioSink != nil, name != "file", "\(name): the audio path")
         }
+    }
+
+    /// audio_in takes raw audio only: frames tee'd into it would bypass the privacy stage.
+    func testTheAudioPathTakesRawAudioOnly() throws {
+        try assertFails(good + "\naudiotestsrc ! audioconvert ! fakesink name=audio_in", line: 8,
+                        contains: ["'audio_in' is a fakesink, but it must be an appsink"])
+        let videoIntoAudio = good.replacingOccurrences(of: "! appsink name=blur_in", with: "! tee name=t ! queue ! appsink name=blur_in\nt. ! queue ! appsink name=audio_in")
+        try assertFails(videoIntoAudio, line: 4, contains: ["'audio_in' must receive raw audio (audio/x-raw), but gets video/x-raw"])
+        let (dir, path) = try write(good + "\naudiotestsrc is-live=true ! appsink name=audio_in")
+        let loaded = try PipelineLoader.load(file: path, variables: vars, privacyBoundary: true)
+        XCTAssertNotNil(loaded.audioSink, "a raw audio branch passes the privacy boundary")
+        _ = dir
     }
 
     func write(_ text: String) throws -> (TemporaryDirectory, String) {

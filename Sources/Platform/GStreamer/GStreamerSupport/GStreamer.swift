@@ -151,6 +151,31 @@ public struct ObjectID: Hashable, Sendable, CustomStringConvertible {
 /// Looks up the file duration with GstDiscoverer; nil when it is not playable.
 public enum MediaProbe {
     public static func duration(of url: URL, timeoutSeconds: Double = 10) -> Double? {
+        discover(url, timeoutSeconds: timeoutSeconds) { info in
+            let videoStreams = gst_discoverer_info_get_video_streams(info)
+            defer { gst_discoverer_stream_info_list_free(videoStreams) }
+            guard videoStreams != nil else { return nil }
+            let duration = gst_discoverer_info_get_duration(info)
+            guard duration != GStreamer.clockTimeNone, duration > 0 else { return nil }
+            return Double(duration) / 1e9
+        }
+    }
+
+    /// The caps of the file's first audio stream (e.g. `audio/mpeg, mpegversion=(int)4, …`); nil when it has none.
+    public static func audioCaps(of url: URL, timeoutSeconds: Double = 10) -> String? {
+        discover(url, timeoutSeconds: timeoutSeconds) { info in
+            guard let streams = gst_discoverer_info_get_audio_streams(info) else { return nil }
+            defer { gst_discoverer_stream_info_list_free(streams) }
+            guard let first = streams.pointee.data,
+                  let caps = gst_discoverer_stream_info_get_caps(OpaquePointer(first)) else { return nil }
+            defer { cgst_caps_unref(caps) }
+            guard let text = gst_caps_to_string(caps) else { return nil }
+            defer { g_free(text) }
+            return String(cString: text)
+        }
+    }
+
+    private static func discover<T>(_ url: URL, timeoutSeconds: Double, _ body: (OpaquePointer) -> T?) -> T? {
         GStreamer.initialize()
         var error: UnsafeMutablePointer<GError>?
         guard let discoverer = gst_discoverer_new(ClockTime(timeoutSeconds * 1e9), &error) else {
@@ -167,12 +192,7 @@ public enum MediaProbe {
         defer { g_object_unref(UnsafeMutableRawPointer(info)) }
         if let error { g_error_free(error) }
         guard gst_discoverer_info_get_result(info) == GST_DISCOVERER_OK else { return nil }
-        let videoStreams = gst_discoverer_info_get_video_streams(info)
-        defer { gst_discoverer_stream_info_list_free(videoStreams) }
-        guard videoStreams != nil else { return nil }
-        let duration = gst_discoverer_info_get_duration(info)
-        guard duration != GStreamer.clockTimeNone, duration > 0 else { return nil }
-        return Double(duration) / 1e9
+        return body(info)
     }
 }
 
@@ -212,13 +232,31 @@ extension Pad {
     }
 
     /// Runs `action` on the streaming thread for every buffer passing this
-    /// pad, for as long as the pad lives. Keep it cheap: it is on the data path.
-    public func onEveryBuffer(_ action: @escaping () -> Void) {
+    /// pad, for as long as the pad lives, with the buffer's running time (nil
+    /// when it carries no timestamp): the clock that names chunks. Keep it
+    /// cheap: it is on the data path.
+    public func onEveryBuffer(_ action: @escaping (_ runningTime: ClockTime?) -> Void) {
         let box = CallbackBox(action)
-        _ = gst_pad_add_probe(pointer, GST_PAD_PROBE_TYPE_BUFFER, { _, _, data in
-            if let data { CallbackBox<() -> Void>.from(data)() }
+        _ = gst_pad_add_probe(pointer, GST_PAD_PROBE_TYPE_BUFFER, { pad, info, data in
+            guard let pad, let info, let data else { return GST_PAD_PROBE_OK }
+            var time: ClockTime?
+            if let buffer = cgst_pad_probe_info_buffer(info), cgst_clock_time_is_valid(cgst_buffer_pts(buffer)) != 0 {
+                time = Pad.runningTime(of: cgst_buffer_pts(buffer), on: pad)
+            }
+            CallbackBox<(ClockTime?) -> Void>.from(data)(time)
             return GST_PAD_PROBE_OK
-        }, box.retainedPointer, { CallbackBox<() -> Void>.release($0) })
+        }, box.retainedPointer, { CallbackBox<(ClockTime?) -> Void>.release($0) })
+    }
+
+    /// The media types (caps structure names, e.g. `audio/x-raw`) this pad
+    /// can produce or accept now, as a caps query answers.
+    public var possibleMediaTypes: [String] {
+        guard let caps = gst_pad_query_caps(pointer, nil) else { return [] }
+        defer { cgst_caps_unref(caps) }
+        if gst_caps_is_any(caps) != 0 { return ["ANY"] }
+        return (0..<gst_caps_get_size(caps)).compactMap { i in
+            gst_caps_get_structure(caps, i).map { String(cString: gst_structure_get_name($0)) }
+        }
     }
 
     /// Runs `action` on the streaming thread when end-of-stream passes this pad.

@@ -221,6 +221,29 @@ final class ObjectReference {
 }
 
 extension Pipeline {
+    /// Plays a finite pipeline to its end on the calling thread, reading the
+    /// bus directly (no main loop: for a worker thread). Throws the first
+    /// error, or when `timeoutSeconds` pass first. Leaves the pipeline in NULL.
+    public func runToEnd(timeoutSeconds: Double) throws {
+        guard let bus = gst_element_get_bus(pointer) else { throw GStreamerError("the pipeline has no bus") }
+        defer {
+            setState(.null)
+            gst_object_unref(UnsafeMutableRawPointer(bus))
+        }
+        guard setState(.playing) else {
+            throw GStreamerError("the pipeline cannot play: \(takeError() ?? "unknown error")")
+        }
+        let wanted = GstMessageType(rawValue: GST_MESSAGE_EOS.rawValue | GST_MESSAGE_ERROR.rawValue)
+        guard let message = gst_bus_timed_pop_filtered(bus, ClockTime(timeoutSeconds * 1e9), wanted) else {
+            throw GStreamerError("the pipeline did not finish within \(Int(timeoutSeconds)) s")
+        }
+        defer { cgst_message_unref(message) }
+        let parsed = BusMessage(message)
+        if case .error(let text, let debug, _) = parsed.kind {
+            throw GStreamerError("\(parsed.sourceName): \(text)\(BusMessage.detail(debug))")
+        }
+    }
+
     /// Plays a finite pipeline (a file to decode or encode) on the calling
     /// thread's main loop until end-of-stream. Throws the first error, or
     /// when `timeoutSeconds` pass first. `whilePlaying` runs once the loop
