@@ -23,7 +23,7 @@ final class DemoTests: XCTestCase {
         let handle = try FileHandle(forWritingTo: log)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: recorderExecutable)
-        process.arguments = ["run", "--config", repoPath("config/demo-faces.toml"), "--duration", "14",
+        process.arguments = ["run", "--config", repoPath("config/demo-faces.toml"),
                              "--set", "pipeline.vars.frames=\(scene.path)", "--set", "recording.storage_dir=\(storage.file("chunks").path)",
                              "--set", "recording.chunk_duration_ms=5000", "--set", "console.listen=127.0.0.1:0"]
         process.standardOutput = handle
@@ -49,6 +49,14 @@ final class DemoTests: XCTestCase {
         if let shot = ProcessInfo.processInfo.environment["ALLSPARK_DEMO_SHOT"] {
             try screenshot(console: "http://127.0.0.1:\(address)/", log: log, to: shot)
         }
+        // Two 5 s chunks, however long a loaded machine takes to start; then stop as Ctrl-C would.
+        let chunkFolder = storage.file("chunks").path
+        let recorded = Date().addingTimeInterval(60)
+        while Date() < recorded, process.isRunning,
+              ((try? FileManager.default.contentsOfDirectory(atPath: chunkFolder)) ?? []).filter({ $0.hasPrefix("chunk_") && $0.hasSuffix(".mp4") }).count < 2 {
+            Thread.sleep(forTimeInterval: 0.25)
+        }
+        process.interrupt()
         process.waitUntilExit()
         try handle.close()
         let output = (try? String(contentsOf: log, encoding: .utf8)) ?? ""

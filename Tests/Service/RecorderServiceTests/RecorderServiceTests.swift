@@ -74,6 +74,44 @@ final class RecorderServiceTests: XCTestCase {
         XCTAssertTrue(service.summary.contains("\(chunks.count) chunks"), service.summary)
     }
 
+    /// Issue 12's headline: a box an up-to-date server cannot tell from the iOS app. With the
+    /// server's autoUpload and clientConfig asking for timestamps and wav audio, every chunk,
+    /// timestamps file and audio file of a 3 s-chunk run arrives, byte-identical, in that order,
+    /// filed under the box's name.
+    func testWithAutoUploadEveryChunkAndItsCompanionsArriveByteIdentical() throws {
+        let server = try AllSparkTestServer()
+        server.clientConfig = #"{"type":"clientConfig","config":{"videoFormat":"mp4","videoChunkDurationMs":3000,"timestampFormat":"txt","audioFormat":"wav","poseFormat":"json","depthFormat":"png","fps":30.0}}"#
+        let folder = TemporaryDirectory()
+        let storage = folder.file("recordings").path
+        let service = try RecorderService(settings: ServiceSettings(configFile: try writeConfig(folder, storage: storage, server: "ws://\(server.address)", chunkMs: 2000)))
+        try service.start()
+        XCTAssertTrue(waitOnMainLoop(20) { (service.recorder?.catalog.all.count ?? 0) >= 3 }, "three chunks after the server's settings")
+        let stopped = expectation(description: "stopped")
+        service.stop(reason: "test") { stopped.fulfill() }
+        XCTAssertTrue(waitOnMainLoop(30) { if case .stopped = service.state { return true }; return false })
+        wait(for: [stopped], timeout: 0)
+        let catalog = try XCTUnwrap(service.recorder?.catalog)
+        // Chunks started after the server's clientConfig applied (from the next chunk) have both companions.
+        let withCompanions = catalog.all.filter { catalog.companions(of: $0).count == 2 }
+        XCTAssertGreaterThanOrEqual(withCompanions.count, 2, "\(catalog.all.map(\.file))")
+        XCTAssertTrue(waitOnMainLoop(20) { withCompanions.allSatisfy { chunk in server.uploads.contains { $0.filename == chunk.file } } })
+        for chunk in withCompanions {
+            let sent = [chunk.file] + catalog.companions(of: chunk).map(\.file)
+            XCTAssertEqual(sent.map { name in server.uploads.firstIndex { $0.filename == name } ?? -1 },
+                           sent.map { name in server.uploads.firstIndex { $0.filename == name } ?? -1 }.sorted(), "chunk, timestamps, audio in that order: \(sent)")
+            for name in sent {
+                let upload = try XCTUnwrap(server.uploads.first { $0.filename == name }, "\(name) arrived")
+                let local = try Data(contentsOf: URL(fileURLWithPath: storage).appendingPathComponent(name))
+                let remote = try Data(contentsOf: server.uploadDirectory.url.appendingPathComponent(upload.path))
+                XCTAssertEqual(remote, local, "\(name) arrived byte-identical")
+                XCTAssertTrue(upload.path.contains("/service-test/"), "filed under the box's name: \(upload.path)")
+            }
+            XCTAssertEqual(server.uploads.first { $0.filename.hasPrefix("timestamps_") }?.mimetype, "text/plain")
+            XCTAssertEqual(server.uploads.first { $0.filename.hasPrefix("audio_") }?.mimetype, "audio/wav")
+        }
+        XCTAssertEqual(service.recorder?.currentTuning.chunkDurationMs, 3000, "the server's chunk length")
+    }
+
     func testAnUnusableConfigOrPipelineLeavesNothingRunning() throws {
         let folder = TemporaryDirectory()
         let broken = folder.file("broken.toml")
