@@ -66,8 +66,16 @@ public struct PairingCode: Equatable, Sendable {
         // Without a scheme ServerAddress insists on a port; with one it would default it: a pairing code always names it.
         guard rest.last?.isNumber == true, rest.contains(":") else { throw ServerAddressError("the code gives no port") }
         self.address = address
+        self.host = Self.host(address, scheme: address.explicitScheme)
+    }
+
+    /// `server.host` for this server with `scheme` (the one its health check answered on), so the
+    /// link goes straight to it and never tries plain ws with a server that has TLS.
+    public func host(with scheme: ServerAddress.Scheme) -> String { Self.host(address, scheme: scheme) }
+
+    private static func host(_ address: ServerAddress, scheme: ServerAddress.Scheme?) -> String {
         let hostText = address.host.contains(":") ? "[\(address.host)]" : address.host
-        host = "\(address.explicitScheme.map { "\($0.rawValue)://" } ?? "")\(hostText):\(address.port)"
+        return "\(scheme.map { "\($0.rawValue)://" } ?? "")\(hostText):\(address.port)"
     }
 }
 

@@ -41,6 +41,8 @@ public final class QRScanner: @unchecked Sendable {
     private var scanned = 0
 
     // Main loop only.
+    /// QR codes read since the scanner was made (tests, logs).
+    public private(set) var codesRead = 0
     private var pipeline: Pipeline?
     private var busWatch: BusWatch?
 
@@ -120,6 +122,7 @@ public final class QRScanner: @unchecked Sendable {
         case .element(name: "barcode"):
             // zbar reads other symbologies too; only a QR code pairs.
             guard message.strings["type"] == "QR-Code", let symbol = message.strings["symbol"] else { return }
+            codesRead += 1
             onCode?(symbol)
         case .error(let text, let debug, _):
             // A broken scanner must not touch recording: stop scanning and say why.

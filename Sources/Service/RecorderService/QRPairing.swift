@@ -17,9 +17,11 @@ final class QRPairing {
     private let scanner: QRScanner
     private let verifyTLS: Bool
     private let logger: Logger
-    /// Takes a checked code; throwing means it could not be used (logged, scanning goes on).
-    private let accept: (PairingCode) throws -> Void
-    private let http = HTTPClient(timeoutSeconds: 5)
+    /// Takes the `server.host` of a checked code (with the scheme its server answered on);
+    /// throwing means it could not be used (logged, scanning goes on).
+    private let accept: (String) throws -> Void
+    /// A server on the local network answers at once; a plain HTTP server stays silent at a TLS hello until this.
+    private let http = HTTPClient(timeoutSeconds: 3)
     /// The code whose server is being checked; other codes wait until it is answered.
     private var checking: String?
     /// Codes refused or whose server did not answer, and until when they are not tried again:
@@ -29,7 +31,7 @@ final class QRPairing {
     /// How long a refused code is ignored.
     static let retryAfterSeconds = 10.0
 
-    init(scanner: QRScanner, verifyTLS: Bool, logger: Logger, accept: @escaping (PairingCode) throws -> Void) {
+    init(scanner: QRScanner, verifyTLS: Bool, logger: Logger, accept: @escaping (String) throws -> Void) {
         self.scanner = scanner
         self.verifyTLS = verifyTLS
         self.logger = logger
@@ -67,17 +69,20 @@ final class QRPairing {
         }
         checking = text
         logger.info("pairing: QR code names \(code.host); asking it for /api/health")
-        checkHealth(code.address, schemes: code.address.candidates) { [weak self] failure in
+        checkHealth(code.address, schemes: code.address.candidates) { [weak self] result in
             guard let self else { return }
             self.checking = nil
             guard !self.finished else { return }
-            if let failure {
-                self.logger.warning("pairing: not pairing with \(code.host): \(failure); still looking")
+            let scheme: ServerAddress.Scheme
+            switch result {
+            case .success(let answered): scheme = answered
+            case .failure(let failure):
+                self.logger.warning("pairing: not pairing with \(code.host): \(failure.reason); still looking")
                 self.quiet[text] = Date().addingTimeInterval(Self.retryAfterSeconds)
                 return
             }
             do {
-                try self.accept(code)
+                try self.accept(code.host(with: scheme))
                 self.stop()
             } catch {
                 self.logger.error("pairing: cannot use \(code.host): \(error); still looking")
@@ -86,25 +91,29 @@ final class QRPairing {
         }
     }
 
+    struct HealthFailure: Error { let reason: String }
+
     /// Asks each scheme in turn (wss before ws without a scheme, as the link
-    /// does); calls `done` with nil when one answered "ok", else with why
-    /// not. Like the link, it never falls back to ws after a certificate
-    /// failure, only when the server does not speak TLS at all.
-    private func checkHealth(_ address: ServerAddress, schemes: [ServerAddress.Scheme], done: @escaping (String?) -> Void) {
-        guard let scheme = schemes.first else { return done("no scheme to try") }
+    /// does); calls `done` with the scheme that answered "ok", else with why
+    /// not. Like the link, it falls back to ws after any failure but a
+    /// certificate failure (a server without TLS may just not answer).
+    private func checkHealth(_ address: ServerAddress, schemes: [ServerAddress.Scheme], done: @escaping (Result<ServerAddress.Scheme, HealthFailure>) -> Void) {
+        guard let scheme = schemes.first else { return done(.failure(HealthFailure(reason: "no scheme to try"))) }
         let url = address.httpURL(scheme, path: "/api/health")
         http.get(url, acceptAnyCertificate: !verifyTLS) { [weak self] result in
             switch result {
             case .success(let response) where response.status == 200 && PairingCode.healthSaysOK(response.body):
-                done(nil)
+                done(.success(scheme))
             case .success(let response):
-                done("GET \(url) answered HTTP \(response.status) \"\(loggable(response.body, limit: 120))\", not {\"status\":\"ok\"}")
+                done(.failure(HealthFailure(reason: "GET \(url) answered HTTP \(response.status) \"\(loggable(response.body, limit: 120))\", not {\"status\":\"ok\"}")))
             case .failure(let error) where error.isCertificateError:
-                done("its certificate is not trusted (\(error)); pair with server.verify_tls = false for a self-signed server")
-            case .failure(let error) where error.isNotTLS && schemes.count > 1:
+                done(.failure(HealthFailure(reason: "its certificate is not trusted (\(loggable(error.description))); pair with server.verify_tls = false for a self-signed server")))
+            case .failure(let error) where schemes.count > 1:
+                // As the link does: a server that does not speak TLS may not even answer a TLS hello.
+                self?.logger.info("pairing: GET \(url): \(loggable(error.description)); trying \(schemes[1].rawValue)")
                 self?.checkHealth(address, schemes: Array(schemes.dropFirst()), done: done)
             case .failure(let error):
-                done("GET \(url): \(error)")
+                done(.failure(HealthFailure(reason: "GET \(url): \(loggable(error.description))")))
             }
         }
     }

@@ -106,12 +106,12 @@ public final class RecorderService {
         guard case .running(let parts) = state else { throw NotRunning() }
         guard pairing == nil else { return }
         let pairing = QRPairing(scanner: parts.recorder.qrScanner, verifyTLS: configuration.server.verifyTLS,
-                                logger: logger) { [weak self] code in
+                                logger: logger) { [weak self] host in
             guard let self else { return }
-            try self.changeServer(host: code.host, verifyTLS: self.configuration.server.verifyTLS, by: "QR code")
+            try self.changeServer(host: host, verifyTLS: self.configuration.server.verifyTLS, by: "QR code")
             self.pairing = nil
-            self.logger.notice("paired by QR code: server.host = \(code.host), kept in the storage folder")
-            self.onPaired?(code.host)
+            self.logger.notice("paired by QR code: server.host = \(host), kept in the storage folder")
+            self.onPaired?(host)
         }
         try pairing.start()
         self.pairing = pairing
