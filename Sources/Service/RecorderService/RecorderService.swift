@@ -179,6 +179,8 @@ public final class RecorderService {
         if let old = parts.link, old.pendingUploads > 0 {
             logger.warning("server change: \(old.pendingUploads) chunk(s) waiting to upload to \(old.address.map { "\($0)" } ?? "no server") are dropped")
         }
+        // A host chosen (by a QR code or anyone else) ends the search for a pairing code.
+        if !host.isEmpty { stopPairing() }
         parts.discovery?.stop()
         parts.link?.stop()
         configuration.server.host = host
