@@ -3,6 +3,7 @@ import Foundation
 import GLibSupport
 import Logging
 import RecorderService
+import ServerLink
 
 struct Pair: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -25,6 +26,9 @@ struct Pair: ParsableCommand {
 
     @OptionGroup var common: CommonOptions
 
+    /// How long to wait after pairing for the link to connect before stopping.
+    static let connectWaitSeconds = 10.0
+
     func run() throws {
         common.bootstrapLogging()
         let logger = Logger(label: "allspark.pair")
@@ -40,7 +44,19 @@ struct Pair: ParsableCommand {
         service.onPaired = { host in
             paired = host
             print("paired with \(host)")  // user-facing
-            shutdown("paired")
+            // Stay until the link is up (it says hello to the server), for a few seconds at most.
+            let deadline = Date().addingTimeInterval(Self.connectWaitSeconds)
+            MainLoop.every(0.1) {
+                let state = service.link?.state
+                var connected = false
+                if case .connected = state { connected = true }
+                if !connected && Date() < deadline { return true }
+                if !connected {
+                    print("not connected yet (\(state.map { "\($0)" } ?? "no link")); the service connects at its next start")  // user-facing
+                }
+                shutdown("paired")
+                return false
+            }
         }
         do {
             try service.start()

@@ -115,4 +115,21 @@ final class QRPairingTests: XCTestCase {
         wait(for: [stopped], timeout: 0)
         XCTAssertFalse(recorder.qrScanner.isScanning, "stopping the service stops the scanner")
     }
+
+    func testThePairCommandReplacesTheHostOnDemandAndExitsOncePaired() throws {
+        let server = try AllSparkTestServer()
+        let folder = TemporaryDirectory()
+        let picture = folder.file("pairing.png")
+        // Some pages add a scheme and a slash.
+        XCTAssertEqual(try runTool("qrencode", ["-o", picture.path, "-s", "6", "http://\(server.address)/"]).status, 0)
+        let storage = folder.file("recordings").path
+        let config = try writeConfig(folder, picture: picture, storage: storage)
+        // Pairing off in the file and a (dead) host set: the command pairs anyway, and replaces it.
+        let (status, output) = try runWhileServing(recorderExecutable, [
+            "pair", "--config", config, "--timeout", "20", "--set", "server.pair_by_qr=false", "--set", "server.host=ws://127.0.0.1:1"])
+        XCTAssertEqual(status, 0, output)
+        XCTAssertTrue(output.contains("paired with ws://\(server.address)"), output)
+        XCTAssertEqual(ServerLinkStore(storageDirectory: storage).load()?.host, "ws://\(server.address)")
+        XCTAssertTrue(server.clientNames.contains("pairing-test"), "it connected before exiting")
+    }
 }
