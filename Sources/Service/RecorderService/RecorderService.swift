@@ -108,8 +108,8 @@ public final class RecorderService {
         let pairing = QRPairing(scanner: parts.recorder.qrScanner, verifyTLS: configuration.server.verifyTLS,
                                 logger: logger) { [weak self] host in
             guard let self else { return }
+            // Also ends the pairing (a host is set).
             try self.changeServer(host: host, verifyTLS: self.configuration.server.verifyTLS, by: "QR code")
-            self.pairing = nil
             self.logger.notice("paired by QR code: server.host = \(host), kept in the storage folder")
             self.onPaired?(host)
         }
