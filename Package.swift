@@ -104,7 +104,7 @@ let package = Package(
                 path: "Sources/Service/Discovery"),
         .target(name: "RecorderService",
                 dependencies: ["AllSparkProtocol", "Recorder", "Storage", "RecorderCore", "FaceBlur", "ServerLink", "Discovery",
-                               "GLibSupport", "GStreamerSupport", logging, metrics,
+                               "GLibSupport", "GStreamerSupport", "SoupSupport", logging, metrics,
                                .product(name: "Prometheus", package: "swift-prometheus")],
                 path: "Sources/Service/RecorderService"),
         .target(name: "Console",

@@ -20,7 +20,7 @@ struct AllsparkRecorder: ParsableCommand {
               allspark-recorder discover
             """,
         version: ProductVersion.current,
-        subcommands: [Run.self, SetPassword.self, CheckPipeline.self, CheckServer.self, Chunks.self, Upload.self, Blur.self, Discover.self],
+        subcommands: [Run.self, Pair.self, SetPassword.self, CheckPipeline.self, CheckServer.self, Chunks.self, Upload.self, Blur.self, Discover.self],
         defaultSubcommand: nil)
 }
 

@@ -44,6 +44,8 @@ public struct RecorderConfig: Equatable, Sendable {
         public var fileNames = UploadFileNames.milliseconds
         /// Block with rfkill the radios the server's communicationsPolicy forbids (never the one the link uses).
         public var enforceCommunicationsPolicy = false
+        /// With no host set, look for a pairing QR code in the live picture and take the server it names.
+        public var pairByQR = false
     }
     public struct Recording: Equatable, Sendable {
         /// Absolute path of the pipeline description.
@@ -174,6 +176,7 @@ public enum ConfigLoader {
         Key(name: "server.host", kind: .string),
         Key(name: "server.verify_tls", kind: .bool),
         Key(name: "server.discovery", kind: .bool),
+        Key(name: "server.pair_by_qr", kind: .bool),
         Key(name: "server.reconnect_delay_s", kind: .number),
         Key(name: "server.announce_chunks", kind: .bool),
         Key(name: "server.max_upload_mb", kind: .integer),
@@ -358,6 +361,7 @@ public enum ConfigLoader {
         }
         config.server.fileNames = naming
         config.server.enforceCommunicationsPolicy = try reader.bool("server.enforce_communications_policy", default: false)
+        config.server.pairByQR = try reader.bool("server.pair_by_qr", default: false)
         config.console = try console(reader)
         return config
     }

@@ -68,6 +68,9 @@ public final class FramePath: @unchecked Sendable {
     private var lastCaptureUptimeNs: UInt64?
     /// Gets every recorded frame after the processor (set before the pipeline plays).
     public var preview: PreviewTap?
+    /// Offered every captured frame before the processor, for pairing; its
+    /// frames go nowhere near the encoder (set before the pipeline plays).
+    public var qrScanner: QRScanner?
     /// Runs on the capture thread after the capture ended (end of stream at
     /// blur_in) and its last frames went on (set before the pipeline plays).
     public var onCaptureEnded: (() -> Void)?
@@ -119,6 +122,7 @@ public final class FramePath: @unchecked Sendable {
             stats.framesPerSecond = info.fps
         }
         lock.unlock()
+        qrScanner?.offer(sample)
         push(processor.process(sample))
         return true
     }

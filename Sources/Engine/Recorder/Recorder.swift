@@ -79,6 +79,8 @@ public final class Recorder {
     public private(set) var lastProblem: String?
     /// Live pictures of what is recorded, after the privacy stage (built only while watched).
     public let preview: PreviewTap
+    /// Reads pairing QR codes from the captured picture (before the privacy stage, never recorded; built only while scanning).
+    public let qrScanner = QRScanner()
 
     private let logger: Logger
     private let makeProcessor: (RecorderConfig) throws -> FrameProcessor
@@ -163,7 +165,8 @@ public final class Recorder {
             let session = RecordingSession(loaded: loaded, storage: catalog.directory, settings: ChunkSettings(tuning),
                                            companions: CompanionSettings(tuning),
                                            frameTimeout: config.recording.frameTimeoutSeconds,
-                                           processor: processor, preview: preview, worker: worker, logger: logger)
+                                           processor: processor, preview: preview, qrScanner: qrScanner,
+                                           worker: worker, logger: logger)
             session.onChunkFinished = { [weak self] chunk in self?.chunkFinished(chunk) }
             session.onFirstFrame = { [weak self, weak session] in
                 guard let self, let session, session === self.session, self.state == .waitingForSource else { return }

@@ -64,13 +64,15 @@ final class RecordingSession {
 
     /// - Parameter worker: a serial queue for the slow steps of stopping.
     init(loaded: LoadedPipeline, storage: URL, settings: ChunkSettings, companions: CompanionSettings = .init(),
-         frameTimeout: Double, processor: FrameProcessor, preview: PreviewTap? = nil, worker: DispatchQueue, logger: Logger) {
+         frameTimeout: Double, processor: FrameProcessor, preview: PreviewTap? = nil, qrScanner: QRScanner? = nil,
+         worker: DispatchQueue, logger: Logger) {
         self.loaded = loaded
         self.logger = logger
         self.frameTimeout = frameTimeout
         self.worker = worker
         let framePath = FramePath(sink: loaded.captureSink, source: loaded.processedSource, processor: processor)
         framePath.preview = preview
+        framePath.qrScanner = qrScanner
         self.framePath = framePath
         let audio = loaded.audioSink.map { _ in AudioTrack() }
         self.audio = audio

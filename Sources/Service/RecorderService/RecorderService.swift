@@ -50,7 +50,13 @@ public final class RecorderService {
     public let metrics = ServiceMetrics()
     /// Called on the main loop whenever the recorder's state changes.
     public var onRecorderStateChange: ((Recorder.State) -> Void)?
+    /// Called on the main loop with the host taken from a pairing QR code, once it is stored and the link made.
+    public var onPaired: ((String) -> Void)?
     private let logger: Logger
+    /// Looking for a pairing QR code (`server.pair_by_qr` with no host, or `pairByQRCode()`).
+    private var pairing: QRPairing?
+    /// True while the service looks for a pairing QR code.
+    public var isPairing: Bool { pairing != nil }
 
     /// Reads the config (with the server's last settings over it); throws
     /// for a config that cannot be used, naming the file and the key.
@@ -85,6 +91,37 @@ public final class RecorderService {
         recorder.onStateChange = { [weak self] in self?.onRecorderStateChange?($0) }
         try recorder.start()
         state = .running(connected(recorder))
+        if configuration.server.pairByQR && configuration.server.host.isEmpty {
+            do { try pairByQRCode() } catch { logger.error("pairing: \(error); recording goes on without it") }
+        }
+    }
+
+    /// Looks for a pairing QR code in the live picture (before the privacy
+    /// stage; those frames are never recorded) until a code names a server
+    /// that answers `/api/health`; that server becomes the server host, as
+    /// `changeServer` makes it (kept for the next start). Whatever host is
+    /// set now is replaced then, not before. Asking while already looking changes nothing.
+    public func pairByQRCode() throws {
+        MainLoop.preconditionOnLoop()
+        guard case .running(let parts) = state else { throw NotRunning() }
+        guard pairing == nil else { return }
+        let pairing = QRPairing(scanner: parts.recorder.qrScanner, verifyTLS: configuration.server.verifyTLS,
+                                logger: logger) { [weak self] host in
+            guard let self else { return }
+            // Also ends the pairing (a host is set).
+            try self.changeServer(host: host, verifyTLS: self.configuration.server.verifyTLS, by: "QR code")
+            self.logger.notice("paired by QR code: server.host = \(host), kept in the storage folder")
+            self.onPaired?(host)
+        }
+        try pairing.start()
+        self.pairing = pairing
+    }
+
+    /// Stops looking for a pairing QR code (nothing changes). Idempotent.
+    public func stopPairing() {
+        MainLoop.preconditionOnLoop()
+        pairing?.stop()
+        pairing = nil
     }
 
     /// The server link and discovery the configuration asks for, started, around `recorder`.
@@ -142,6 +179,8 @@ public final class RecorderService {
         if let old = parts.link, old.pendingUploads > 0 {
             logger.warning("server change: \(old.pendingUploads) chunk(s) waiting to upload to \(old.address.map { "\($0)" } ?? "no server") are dropped")
         }
+        // A host chosen (by a QR code or anyone else) ends the search for a pairing code.
+        if !host.isEmpty { stopPairing() }
         parts.discovery?.stop()
         parts.link?.stop()
         configuration.server.host = host
@@ -173,6 +212,7 @@ public final class RecorderService {
             return
         }
         logger.notice("\(reason): finishing the current chunk")
+        stopPairing()
         state = .stopping(parts)
         parts.discovery?.stop()
         parts.recorder.stop { [weak self] in
