@@ -200,8 +200,8 @@ struct TOMLDocumentGenerator {
     }
 
     private mutating func keyPart() -> String {
-        if chance(8) { return pick(["é", "a b", "", "\"\"\"k\"\"\"", "'x", "[", "="]) }   // broken keys
-        return pick(["a", "b", "c", "a", "b", "x-y", "_k", "1", "A", "\"a\"", "\"a b\"", "'b'", "\"\"", "''",
+        if chance(4) { return pick(["é", "a b", "", "\"\"\"k\"\"\"", "'x", "[", "="]) }   // broken keys
+        return pick(["a", "b", "c", "a", "b", "d", "e", "key", "x-y", "_k", "1", "A", "\"a\"", "\"a b\"", "'b'", "\"\"", "''",
                      "\"\\u0061\"", "\"é\"", "'ʞ'"])
     }
 
@@ -209,7 +209,7 @@ struct TOMLDocumentGenerator {
         switch below(depth < 3 ? 100 : 80) {
         case 0..<20: return integer()
         case 20..<35: return float()
-        case 35..<42: return pick(["true", "false", "True", "tru", "falsey"])
+        case 35..<42: return pick(["true", "false", "true", "false", "True", "tru", "falsey"])
         case 42..<80: return string()
         default: return array(depth: depth + 1)
         }
@@ -261,13 +261,13 @@ struct TOMLDocumentGenerator {
 
     private mutating func basicPiece(multiLine: Bool) -> String {
         switch below(100) {
-        case 0..<40: return pick(["a", "z", " ", "é", "#", "'", "=", "[", "]", ",", "😀", "\t", "x y"])
-        case 40..<65: return pick(["\\b", "\\t", "\\n", "\\f", "\\r", "\\\"", "\\\\", "\\u00e9", "\\u00E9", "\\U0001F600",
+        case 0..<48: return pick(["a", "z", " ", "é", "#", "'", "=", "[", "]", ",", "😀", "\t", "x y"])
+        case 48..<72: return pick(["\\b", "\\t", "\\n", "\\f", "\\r", "\\\"", "\\\\", "\\u00e9", "\\u00E9", "\\U0001F600",
                                    "\\u0000", "\\u007F", "\\uFFFF", "\\U0010FFFF"])
-        case 65..<75: return pick(["\\x41", "\\e", "\\u12", "\\uD800", "\\uDFFF", "\\U00110000", "\\ ", "\\a", "\\u+123",
+        case 72..<78: return pick(["\\x41", "\\e", "\\u12", "\\uD800", "\\uDFFF", "\\U00110000", "\\ ", "\\a", "\\u+123",
                                    "\\U0000004", "\\/", "\\"])
-        case 75..<80: return pick(["\u{1}", "\u{7F}", "\u{0}", "\u{1F}", "\r"])
-        case 80..<85: return "\""
+        case 78..<81: return pick(["\u{1}", "\u{7F}", "\u{0}", "\u{1F}", "\r"])
+        case 81..<84: return "\""
         default:
             guard multiLine else { return pick(["b", "\n"]) }
             return pick(["\n", "\r\n", "\\\n", "\\  \n   ", "\\\n\n  \t", "\\ x", "\"\"", "\\\r\n  "])
@@ -276,9 +276,9 @@ struct TOMLDocumentGenerator {
 
     private mutating func literalPiece(multiLine: Bool) -> String {
         switch below(100) {
-        case 0..<60: return pick(["a", " ", "é", "\\", "\"", "\\n", "#", "\t", "😀", "$"])
-        case 60..<65: return pick(["\u{1}", "\u{7F}", "\r"])
-        case 65..<72: return "'"
+        case 0..<65: return pick(["a", " ", "é", "\\", "\"", "\\n", "#", "\t", "😀", "$"])
+        case 65..<68: return pick(["\u{1}", "\u{7F}", "\r"])
+        case 68..<72: return "'"
         default: return multiLine ? pick(["\n", "\r\n", "''", "\n\n"]) : pick(["b", "\n"])
         }
     }
@@ -286,7 +286,7 @@ struct TOMLDocumentGenerator {
     private mutating func arraySpace() -> String { pick(["", "", " ", "\n", " # c\n", "\r\n", "\t", "\n  # \u{1}\n", "#x\r"]) }
 
     private mutating func array(depth: Int) -> String {
-        if chance(10) { return pick(["[,]", "[", "[1 2]", "[1,,2]", "[]]", "[ ]"]) }
+        if chance(5) { return pick(["[,]", "[", "[1 2]", "[1,,2]", "[]]", "[ ]"]) }
         let items = (0..<below(4)).map { _ in value(depth: depth) }
         var text = "[" + arraySpace()
         for (i, item) in items.enumerated() {
