@@ -420,7 +420,11 @@ public enum ConfigLoader {
             // `--set key=["a", "b"]` in TOML's own array syntax; a bare word is a one-element list.
             guard raw.trimmingCharacters(in: .whitespaces).hasPrefix("[") else { return .array([.string(raw)]) }
             do {
-                return try TOMLDocument(parsing: "v = \(raw)", file: "--set \(key)")["v"]?.value ?? .array([])
+                let document = try TOMLDocument(parsing: "v = \(raw)", file: "--set \(key)")
+                guard document.entries.count == 1, let value = document["v"]?.value else {
+                    throw ConfigError("--set \(key)=\(raw): expected one array, e.g. [\"a\", \"b\"]")
+                }
+                return value
             } catch let error as TOMLError {
                 throw ConfigError("--set \(key)=\(raw): \(error.reason)")
             }

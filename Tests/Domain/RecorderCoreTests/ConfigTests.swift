@@ -134,6 +134,9 @@ final class ConfigTests: XCTestCase {
         XCTAssertThrowsError(try ConfigLoader.parseOverride(#"["a""#, kind: .strings, key: "x.names")) { error in
             XCTAssertTrue("\(error)".hasPrefix(#"--set x.names=["a": unterminated array"#), "\(error)")
         }
+        XCTAssertThrowsError(try ConfigLoader.parseOverride("[\"a\"]\nw = 1", kind: .strings, key: "x.names")) { error in
+            XCTAssertTrue("\(error)".contains("expected one array"), "\(error)")
+        }
         try assertError("[recording]\npipeline = \"p\"\nchunk_duration_ms = [\n  2000,\n]",
                         contains: ["$FILE:3", "recording.chunk_duration_ms must be an integer, not an array"])
         try assertError("[recording]\npipeline = \"p\"\n[pipeline.vars]\ndevice = [\"/dev/video0\"]",
