@@ -167,7 +167,7 @@ public struct ConfigError: Error, CustomStringConvertible, Equatable {
 
 /// Reads `recorder.toml`-style files, applies `--set` overrides and validates.
 public enum ConfigLoader {
-    enum Kind { case string, bool, integer, number, path }
+    enum Kind { case string, bool, integer, number, path, strings }
     struct Key { let name: String; let kind: Kind }
 
     /// Every key the config understands, besides `[pipeline.vars]`.
@@ -337,6 +337,8 @@ public enum ConfigLoader {
             case .integer(let i): variables[name] = String(i)
             case .float(let d): variables[name] = String(d)
             case .boolean(let b): variables[name] = String(b)
+            case .array:
+                throw ConfigError("\(setting.origin): pipeline.vars.\(name) must be a string, a number or a boolean, not an array")
             }
         }
 
@@ -418,6 +420,18 @@ public enum ConfigLoader {
     static func parseOverride(_ raw: String, kind: Kind, key: String) throws -> TOMLValue {
         switch kind {
         case .string, .path: return .string(raw)
+        case .strings:
+            // `--set key=["a", "b"]` in TOML's own array syntax; a bare word is a one-element list.
+            guard raw.trimmingCharacters(in: .whitespaces).hasPrefix("[") else { return .array([.string(raw)]) }
+            do {
+                let document = try TOMLDocument(parsing: "v = \(raw)", file: "--set \(key)")
+                guard document.entries.count == 1, let value = document["v"]?.value else {
+                    throw ConfigError("--set \(key)=\(raw): expected one array, e.g. [\"a\", \"b\"]")
+                }
+                return value
+            } catch let error as TOMLError {
+                throw ConfigError("--set \(key)=\(raw): \(error.reason)")
+            }
         case .bool:
             switch raw.lowercased() {
             case "true", "yes", "on", "1": return .boolean(true)
@@ -458,6 +472,20 @@ public enum ConfigLoader {
             guard let setting = settings[key] else { return value }
             guard case .string(let s) = setting.value else { throw typeError(key, expected: "a string", got: setting.value) }
             return s
+        }
+
+        /// An array of strings (`key = ["a", "b"]`); a single string is not taken for a one-element array.
+        func strings(_ key: String, default value: [String] = []) throws -> [String] {
+            guard let setting = settings[key] else { return value }
+            guard case .array(let items) = setting.value else {
+                throw typeError(key, expected: "an array of strings, e.g. [\"a\", \"b\"]", got: setting.value)
+            }
+            return try items.enumerated().map { index, item in
+                guard case .string(let s) = item else {
+                    throw ConfigError("\(setting.origin): \(key)[\(index)] must be a string, not \(item.typeName)")
+                }
+                return s
+            }
         }
 
         func path(_ key: String) throws -> String? {

@@ -110,4 +110,36 @@ final class ConfigTests: XCTestCase {
             XCTAssertTrue("\(error)".contains("/nonexistent/x.toml: cannot read the config file"), "\(error)")
         }
     }
+
+    /// Arrays reach the config: a string array read for a key, and arrays where a key wants a
+    /// scalar refused with the file, the line and what was expected.
+    func testStringArraysAndArraysWhereAScalarBelongs() throws {
+        let document = try TOMLDocument(parsing: "[x]\nnames = [\"a\", 'b',\r\n  \"\"\"c\"\"\", # the third\r\n]\nmixed = [\"a\", 1]\none = \"a\"\n",
+                                        file: "s.toml")
+        let settings = document.entries.mapValues {
+            ConfigLoader.Setting(value: $0.value, origin: "s.toml:\($0.line)", baseDirectory: "/")
+        }
+        let reader = ConfigLoader.SettingReader(settings: settings, file: "s.toml")
+        XCTAssertEqual(try reader.strings("x.names"), ["a", "b", "c"])
+        XCTAssertEqual(try reader.strings("x.absent", default: ["d"]), ["d"])
+        XCTAssertThrowsError(try reader.strings("x.mixed")) { error in
+            XCTAssertEqual("\(error)", "s.toml:5: x.mixed[1] must be a string, not an integer")
+        }
+        XCTAssertThrowsError(try reader.strings("x.one")) { error in
+            XCTAssertTrue("\(error)".hasPrefix("s.toml:6: x.one must be an array of strings"), "\(error)")
+        }
+        XCTAssertEqual(try ConfigLoader.parseOverride(#"["a", 'b']"#, kind: .strings, key: "x.names"),
+                       .array([.string("a"), .string("b")]))
+        XCTAssertEqual(try ConfigLoader.parseOverride("a", kind: .strings, key: "x.names"), .array([.string("a")]))
+        XCTAssertThrowsError(try ConfigLoader.parseOverride(#"["a""#, kind: .strings, key: "x.names")) { error in
+            XCTAssertTrue("\(error)".hasPrefix(#"--set x.names=["a": unterminated array"#), "\(error)")
+        }
+        XCTAssertThrowsError(try ConfigLoader.parseOverride("[\"a\"]\nw = 1", kind: .strings, key: "x.names")) { error in
+            XCTAssertTrue("\(error)".contains("expected one array"), "\(error)")
+        }
+        try assertError("[recording]\npipeline = \"p\"\nchunk_duration_ms = [\n  2000,\n]",
+                        contains: ["$FILE:3", "recording.chunk_duration_ms must be an integer, not an array"])
+        try assertError("[recording]\npipeline = \"p\"\n[pipeline.vars]\ndevice = [\"/dev/video0\"]",
+                        contains: ["$FILE:4", "pipeline.vars.device must be a string, a number or a boolean, not an array"])
+    }
 }
