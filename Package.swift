@@ -9,6 +9,7 @@ import PackageDescription
 //   Soup/        CSoup, CSoupShim, SoupSupport WebSocket client (handshake over GIO, upload gate), HTTP server
 //   Avahi/       CAvahi, AvahiSupport          client, service browser and resolver with typed events
 //   OpenCV/      CFaceDetector, FaceDetectorSupport  CenterFace via OpenCV DNN, block means, pixelation
+//   Systemd/     SystemdSupport                sd_notify over its datagram socket, journald `<N>` log priorities
 // Sources/Domain    pure Swift
 //   AllSparkProtocol   the wire messages, reply ledger, server addresses, peer text (Foundation only)
 //   Storage            the storage folder, chunk catalog, retention plan and guard, shared pins
@@ -76,6 +77,9 @@ let package = Package(
         ),
         .target(name: "FaceDetectorSupport", dependencies: ["CFaceDetector"], path: "Sources/Platform/OpenCV/FaceDetectorSupport"),
 
+        // No C module: sd_notify is a datagram to a unix socket (see SystemdNotifier), journald reads `<N>` prefixes.
+        .target(name: "SystemdSupport", dependencies: [logging], path: "Sources/Platform/Systemd/SystemdSupport"),
+
         // MARK: Domain
 
         .target(name: "AllSparkProtocol", path: "Sources/Domain/AllSparkProtocol"),
@@ -99,7 +103,7 @@ let package = Package(
                 path: "Sources/Service/Discovery"),
         .target(name: "RecorderService",
                 dependencies: ["AllSparkProtocol", "Recorder", "Storage", "RecorderCore", "FaceBlur", "ServerLink", "Discovery",
-                               "GLibSupport", "GStreamerSupport", logging],
+                               "GLibSupport", "GStreamerSupport", "SystemdSupport", logging],
                 path: "Sources/Service/RecorderService"),
         .target(name: "Console",
                 dependencies: ["RecorderService", "AllSparkProtocol", "Recorder", "Storage", "RecorderCore", "ServerLink",
@@ -114,7 +118,7 @@ let package = Package(
             name: "allspark-recorder",
             dependencies: [
                 "Console", "RecorderService", "AllSparkProtocol", "Recorder", "Storage", "RecorderCore", "GStreamerSupport",
-                "GLibSupport", "FaceBlur", "ServerLink", "SoupSupport", "Discovery",
+                "GLibSupport", "FaceBlur", "ServerLink", "SoupSupport", "Discovery", "SystemdSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"), logging,
             ],
             path: "Sources/App/allspark-recorder"
@@ -159,7 +163,8 @@ let package = Package(
                     dependencies: ["Discovery", "AllSparkProtocol", "RecorderCore", "GLibSupport", "RecorderTestSupport", logging],
                     path: "Tests/Service/DiscoveryTests"),
         .testTarget(name: "RecorderServiceTests",
-                    dependencies: ["RecorderService", "Recorder", "RecorderCore", "ServerLink", "GLibSupport", "RecorderTestSupport"],
+                    dependencies: ["RecorderService", "Recorder", "RecorderCore", "ServerLink", "GLibSupport", "RecorderTestSupport",
+                                   "SystemdSupport", logging],
                     path: "Tests/Service/RecorderServiceTests"),
         .testTarget(name: "ConsoleTests",
                     dependencies: ["Console", "RecorderService", "Recorder", "RecorderCore", "FaceBlur", "GLibSupport", "RecorderTestSupport"],

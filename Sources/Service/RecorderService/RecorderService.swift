@@ -5,6 +5,7 @@ import Logging
 import Recorder
 import RecorderCore
 import ServerLink
+import SystemdSupport
 
 /// The recorder service: owns and wires the recorder (with its privacy
 /// stage), the server link, discovery and the settings, with one lifecycle:
@@ -49,12 +50,16 @@ public final class RecorderService {
     /// Called on the main loop whenever the recorder's state changes.
     public var onRecorderStateChange: ((Recorder.State) -> Void)?
     private let logger: Logger
+    /// Tells systemd how the service is, when it runs as a notify unit.
+    private let systemd: SystemdReporter?
 
     /// Reads the config (with the server's last settings over it); throws
     /// for a config that cannot be used, naming the file and the key.
-    public init(settings: ServiceSettings, logger: Logger = Logger(label: "allspark.run")) throws {
+    /// - Parameter systemd: sd_notify's socket (`SystemdNotifier.fromEnvironment()` under systemd); nil tells no one.
+    public init(settings: ServiceSettings, logger: Logger = Logger(label: "allspark.run"), systemd: SystemdNotifier? = nil) throws {
         self.settings = settings
         self.logger = logger
+        self.systemd = systemd.map { SystemdReporter(notifier: $0, logger: logger) }
         configuration = try settings.load(logger: logger)
     }
 
@@ -79,9 +84,20 @@ public final class RecorderService {
             logger.warning("privacy.face_blur = false: faces are recorded unblurred")
         }
         let recorder = try Recorder(config: configuration, makeProcessor: { try PrivacyStage.make(for: $0) })
-        recorder.onStateChange = { [weak self] in self?.onRecorderStateChange?($0) }
+        recorder.onStateChange = { [weak self] state in
+            guard let self else { return }
+            if let now = self.health { self.systemd?.update(now.state, now.statistics, now.chunks, now.link) }
+            self.onRecorderStateChange?(state)
+        }
         try recorder.start()
         state = .running(connected(recorder))
+        systemd?.start { [weak self] in self?.health }
+    }
+
+    /// What systemd's STATUS and watchdog read: the recorder's state and counters, the link's state.
+    private var health: (state: Recorder.State, statistics: FrameStatistics, chunks: Int, link: ServerLink.State?)? {
+        guard let recorder else { return nil }
+        return (recorder.state, recorder.frameStatistics, recorder.catalog.all.count, link?.state)
     }
 
     /// The server link and discovery the configuration asks for, started, around `recorder`.
@@ -167,6 +183,7 @@ public final class RecorderService {
             return
         }
         logger.notice("\(reason): finishing the current chunk")
+        systemd?.stopping(reason)
         state = .stopping(parts)
         parts.discovery?.stop()
         parts.recorder.stop { [weak self] in
