@@ -168,6 +168,7 @@ public enum ConfigLoader {
         Key(name: "recording.chunk_duration_ms", kind: .integer),
         Key(name: "recording.buffer_max_mb", kind: .integer),
         Key(name: "recording.frame_timeout_s", kind: .number),
+        Key(name: "recording.encoder", kind: .string),
         Key(name: "privacy.face_blur", kind: .bool),
         Key(name: "privacy.model", kind: .path),
         Key(name: "privacy.mode", kind: .string),
@@ -297,6 +298,16 @@ public enum ConfigLoader {
             case .float(let d): variables[name] = String(d)
             case .boolean(let b): variables[name] = String(b)
             }
+        }
+        let encoderName = try reader.string("recording.encoder", default: VideoEncoder.x264.rawValue)
+        guard let encoder = VideoEncoder(rawValue: encoderName) else {
+            throw ConfigError("\(reader.origin("recording.encoder")): recording.encoder = \"\(encoderName)\" is not allowed; use "
+                              + VideoEncoder.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", "))
+        }
+        // ${encoder} for the pipelines; a chain of one's own in pipeline.vars.encoder wins.
+        if variables["encoder"] == nil {
+            variables["encoder"] = encoder.chain(framerate: variables["framerate"].flatMap { Int($0) } ?? 30,
+                                                 bitrateKbps: variables["bitrate_kbps"].flatMap { Int($0) } ?? 4000)
         }
 
         var config = RecorderConfig(
