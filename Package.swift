@@ -9,6 +9,7 @@ import PackageDescription
 //   Soup/        CSoup, CSoupShim, SoupSupport WebSocket client (handshake over GIO, upload gate), HTTP server
 //   Avahi/       CAvahi, AvahiSupport          client, service browser and resolver with typed events
 //   OpenCV/      CFaceDetector, FaceDetectorSupport  CenterFace via OpenCV DNN, block means, pixelation
+//   Systemd/     SystemdSupport                sd_notify over its datagram socket, journald `<N>` log priorities
 // Sources/Domain    pure Swift
 //   AllSparkProtocol   the wire messages, reply ledger, server addresses, peer text (Foundation only)
 //   Storage            the storage folder, chunk catalog, retention plan and guard, shared pins
@@ -81,6 +82,9 @@ let package = Package(
         ),
         .target(name: "FaceDetectorSupport", dependencies: ["CFaceDetector"], path: "Sources/Platform/OpenCV/FaceDetectorSupport"),
 
+        // No C module: sd_notify is a datagram to a unix socket (see SystemdNotifier), journald reads `<N>` prefixes.
+        .target(name: "SystemdSupport", dependencies: [logging], path: "Sources/Platform/Systemd/SystemdSupport"),
+
         // MARK: Domain
 
         .target(name: "AllSparkProtocol", dependencies: ["Storage"], path: "Sources/Domain/AllSparkProtocol"),
@@ -104,7 +108,7 @@ let package = Package(
                 path: "Sources/Service/Discovery"),
         .target(name: "RecorderService",
                 dependencies: ["AllSparkProtocol", "Recorder", "Storage", "RecorderCore", "FaceBlur", "ServerLink", "Discovery",
-                               "GLibSupport", "GStreamerSupport", "SoupSupport", logging, metrics,
+                               "GLibSupport", "GStreamerSupport", "SoupSupport", "SystemdSupport", logging, metrics,
                                .product(name: "Prometheus", package: "swift-prometheus")],
                 path: "Sources/Service/RecorderService"),
         .target(name: "Console",
@@ -120,7 +124,7 @@ let package = Package(
             name: "allspark-recorder",
             dependencies: [
                 "Console", "RecorderService", "AllSparkProtocol", "Recorder", "Storage", "RecorderCore", "GStreamerSupport",
-                "GLibSupport", "FaceBlur", "ServerLink", "SoupSupport", "Discovery",
+                "GLibSupport", "FaceBlur", "ServerLink", "SoupSupport", "Discovery", "SystemdSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"), logging,
             ],
             path: "Sources/App/allspark-recorder"
@@ -165,7 +169,8 @@ let package = Package(
                     dependencies: ["Discovery", "AllSparkProtocol", "RecorderCore", "GLibSupport", "RecorderTestSupport", logging],
                     path: "Tests/Service/DiscoveryTests"),
         .testTarget(name: "RecorderServiceTests",
-                    dependencies: ["RecorderService", "Recorder", "RecorderCore", "ServerLink", "GLibSupport", "RecorderTestSupport"],
+                    dependencies: ["RecorderService", "Recorder", "RecorderCore", "ServerLink", "GLibSupport", "RecorderTestSupport",
+                                   "SystemdSupport", logging],
                     path: "Tests/Service/RecorderServiceTests"),
         .testTarget(name: "ConsoleTests",
                     dependencies: ["Console", "RecorderService", "Recorder", "RecorderCore", "FaceBlur", "GLibSupport", "RecorderTestSupport"],

@@ -4,6 +4,7 @@ import GStreamerSupport
 import Logging
 import Recorder
 import RecorderCore
+import SystemdSupport
 
 @main
 struct AllsparkRecorder: ParsableCommand {
@@ -34,22 +35,47 @@ struct CommonOptions: ParsableArguments {
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: Logger.Level = .info
 
-    func bootstrapLogging() { Self.bootstrapLogging(level: logLevel) }
+    @Option(help: "Log lines as journald (<N> priority prefixes), plain (timestamped) or auto (journald when stderr is the journal).")
+    var logFormat: LogFormat = .auto
 
-    /// Logs to stderr (journald under systemd) at `level`.
-    static func bootstrapLogging(level: Logger.Level) {
+    func bootstrapLogging() { Self.bootstrapLogging(level: logLevel, format: logFormat) }
+
+    /// Logs to stderr at `level`: under systemd with each line's priority for journald.
+    static func bootstrapLogging(level: Logger.Level, format: LogFormat = .auto) {
+        let format = format.resolved()
+        StandardError.format = format
         LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = level
-            return handler
+            switch format {
+            case .journald:
+                var handler = JournaldLogHandler(label: label)
+                handler.logLevel = level
+                return handler
+            case .plain, .auto:
+                var handler = StreamLogHandler.standardError(label: label)
+                handler.logLevel = level
+                return handler
+            }
         }
     }
 }
 
+/// Lines written to stderr by the command itself (status lines, errors), in the log's format,
+/// so that under journald they carry a priority too.
+enum StandardError {
+    /// Set with the logging; before that (an argument error), decided from the environment.
+    nonisolated(unsafe) static var format = LogFormat.auto.resolved()
+
+    static func write(_ text: String, level: Logger.Level) {
+        let line = format == .journald ? JournaldLogHandler.prefixed(text, level: level) : text + "\n"
+        FileHandle.standardError.write(Data(line.utf8))
+    }
+}
+
 extension Logger.Level: @retroactive ExpressibleByArgument {}
+extension LogFormat: ExpressibleByArgument {}
 
 /// Prints a user-facing error and exits non-zero.
 func fail(_ message: String, code: Int32 = 1) -> Never {
-    FileHandle.standardError.write(Data(("error: " + message + "\n").utf8))
+    StandardError.write("error: " + message, level: .error)
     exit(code)
 }

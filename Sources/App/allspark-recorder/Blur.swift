@@ -75,14 +75,15 @@ struct Blur: ParsableCommand {
     /// `[privacy]` from a config file, or the defaults when none is given.
     static func privacySettings(config: String?, overrides: [String]) throws -> RecorderConfig.Privacy {
         if let config { return try ConfigLoader.load(file: config, overrides: overrides).privacy }
-        // No config: the defaults, with the model in the repository's models/ next to the binary's checkout.
+        // No config: the defaults, with the model in the repository's models/ next to the binary's checkout,
+        // or, installed from the Debian package, the one it ships.
         let document = try TOMLDocument(parsing: "[recording]\npipeline = \"unused\"", file: "(defaults)")
         let base = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
         var folder = base.deletingLastPathComponent()
         while folder.path != "/", !FileManager.default.fileExists(atPath: folder.appendingPathComponent("models").path) {
             folder.deleteLastPathComponent()
         }
-        let model = folder.path == "/" ? "/etc/allspark-recorder/models/centerface.onnx"
+        let model = folder.path == "/" ? "/usr/share/allspark-recorder/models/centerface.onnx"
             : folder.appendingPathComponent("models/centerface.onnx").path
         return try ConfigLoader.make(document: document, file: "(defaults)",
                                      overrides: ["privacy.model=\(model)"] + overrides,

@@ -28,7 +28,7 @@ struct Chunks: ParsableCommand {
         do {
             records = try ChunkCatalog.readIndex(of: URL(fileURLWithPath: storage)).filter { $0.overlaps(from: start, to: end) }
         } catch {
-            FileHandle.standardError.write(Data("error: \(error)\n".utf8))
+            StandardError.write("error: \(error)", level: .error)
             throw ExitCode(1)
         }
         if json {

@@ -5,6 +5,7 @@ import GLibSupport
 import Console
 import Logging
 import RecorderService
+import SystemdSupport
 
 struct Run: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -27,7 +28,8 @@ struct Run: ParsableCommand {
         let logger = Logger(label: "allspark.run")
         let service: RecorderService
         do {
-            service = try RecorderService(settings: ServiceSettings(configFile: config, overrides: common.overrides), logger: logger)
+            service = try RecorderService(settings: ServiceSettings(configFile: config, overrides: common.overrides), logger: logger,
+                                          systemd: try SystemdNotifier.fromEnvironment())
         } catch {
             fail("\(error)")
         }
@@ -39,7 +41,7 @@ struct Run: ParsableCommand {
         let say = { (text: String) in
             guard text != said else { return }
             said = text
-            FileHandle.standardError.write(Data("\(text)\n".utf8))
+            StandardError.write(text, level: .notice)
         }
         // Set once the console listens: where to watch, said with "Recording to".
         var watchAt = ""

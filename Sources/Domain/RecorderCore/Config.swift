@@ -199,6 +199,7 @@ public enum ConfigLoader {
         Key(name: "recording.frame_timeout_s", kind: .number),
         Key(name: "recording.audio_format", kind: .string),
         Key(name: "recording.timestamp_format", kind: .string),
+        Key(name: "recording.encoder", kind: .string),
         Key(name: "privacy.face_blur", kind: .bool),
         Key(name: "privacy.model", kind: .path),
         Key(name: "privacy.mode", kind: .string),
@@ -340,6 +341,16 @@ public enum ConfigLoader {
             case .array:
                 throw ConfigError("\(setting.origin): pipeline.vars.\(name) must be a string, a number or a boolean, not an array")
             }
+        }
+        let encoderName = try reader.string("recording.encoder", default: VideoEncoder.x264.rawValue)
+        guard let encoder = VideoEncoder(rawValue: encoderName) else {
+            throw ConfigError("\(reader.origin("recording.encoder")): recording.encoder = \"\(encoderName)\" is not allowed; use "
+                              + VideoEncoder.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", "))
+        }
+        // ${encoder} for the pipelines; a chain of one's own in pipeline.vars.encoder wins.
+        if variables["encoder"] == nil {
+            variables["encoder"] = encoder.chain(framerate: variables["framerate"].flatMap { Int($0) } ?? 30,
+                                                 bitrateKbps: variables["bitrate_kbps"].flatMap { Int($0) } ?? 4000)
         }
 
         var config = RecorderConfig(

@@ -52,7 +52,7 @@ public enum PipelineLoader {
         if failure.message.hasPrefix("no element"),
            let missing = failure.missingElements.first ?? quotedWords(in: failure.message).first {
             return PipelineError(file: template.file, line: template.line(mentioning: missing),
-                                 reason: "no element '\(missing)': the name is misspelt or its plugin is not installed (gst-inspect-1.0 \(missing); scripts/setup installs the plugin packages)")
+                                 reason: "no element '\(missing)': \(ElementPackages.advice(for: missing))")
         }
         let message = failure.message
         // gst_parse messages quote the culprit: no element "x", no property "p" in element "e",

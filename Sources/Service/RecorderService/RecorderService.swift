@@ -5,6 +5,7 @@ import Logging
 import Recorder
 import RecorderCore
 import ServerLink
+import SystemdSupport
 
 /// The recorder service: owns and wires the recorder (with its privacy
 /// stage), the server link, discovery and the settings, with one lifecycle:
@@ -57,12 +58,16 @@ public final class RecorderService {
     private var pairing: QRPairing?
     /// True while the service looks for a pairing QR code.
     public var isPairing: Bool { pairing != nil }
+    /// Tells systemd how the service is, when it runs as a notify unit.
+    private let systemd: SystemdReporter?
 
     /// Reads the config (with the server's last settings over it); throws
     /// for a config that cannot be used, naming the file and the key.
-    public init(settings: ServiceSettings, logger: Logger = Logger(label: "allspark.run")) throws {
+    /// - Parameter systemd: sd_notify's socket (`SystemdNotifier.fromEnvironment()` under systemd); nil tells no one.
+    public init(settings: ServiceSettings, logger: Logger = Logger(label: "allspark.run"), systemd: SystemdNotifier? = nil) throws {
         self.settings = settings
         self.logger = logger
+        self.systemd = systemd.map { SystemdReporter(notifier: $0, logger: logger) }
         configuration = try settings.load(logger: logger)
     }
 
@@ -88,12 +93,23 @@ public final class RecorderService {
         }
         let metricsFactory = metrics.factory
         let recorder = try Recorder(config: configuration, makeProcessor: { try PrivacyStage.make(for: $0, metrics: metricsFactory) })
-        recorder.onStateChange = { [weak self] in self?.onRecorderStateChange?($0) }
+        recorder.onStateChange = { [weak self] state in
+            guard let self else { return }
+            if let now = self.health { self.systemd?.update(now.state, now.statistics, now.chunks, now.link) }
+            self.onRecorderStateChange?(state)
+        }
         try recorder.start()
         state = .running(connected(recorder))
+        systemd?.start { [weak self] in self?.health }
         if configuration.server.pairByQR && configuration.server.host.isEmpty {
             do { try pairByQRCode() } catch { logger.error("pairing: \(error); recording goes on without it") }
         }
+    }
+
+    /// What systemd's STATUS and watchdog read: the recorder's state and counters, the link's state.
+    private var health: (state: Recorder.State, statistics: FrameStatistics, chunks: Int, link: ServerLink.State?)? {
+        guard let recorder else { return nil }
+        return (recorder.state, recorder.frameStatistics, recorder.catalog.all.count, link?.state)
     }
 
     /// Looks for a pairing QR code in the live picture (before the privacy
@@ -213,6 +229,7 @@ public final class RecorderService {
         }
         logger.notice("\(reason): finishing the current chunk")
         stopPairing()
+        systemd?.stopping(reason)
         state = .stopping(parts)
         parts.discovery?.stop()
         parts.recorder.stop { [weak self] in
