@@ -48,7 +48,7 @@ struct CheckPipeline: ParsableCommand {
             let loaded = try PipelineLoader.load(file: file, variables: variables, privacyBoundary: faceBlur)
             let boundary = faceBlur ? "every frame passes blur_in → blur_out" : "privacy boundary not checked (privacy.face_blur = false)"
             let audio = loaded.audioSink == nil ? "no audio (no audio_in)" : "raw audio into audio_in"
-            print("\(file): OK — blur_in, blur_out and chunks found; \(boundary); \(audio); \(loaded.template.description)")  // user-facing
+            print("\(file): OK — blur_in, blur_out and chunks found; \(boundary); \(audio); \(loaded.template.redacted(loaded.template.description))")  // user-facing
         } catch {
             fail("\(error)")
         }

@@ -22,10 +22,24 @@ public struct PipelineTemplate: Sendable {
 
     public let file: String
     public let lines: [Line]
+    /// Values of variables that hold credentials (a name containing "password" or "secret"):
+    /// what `redacted` hides before anything is printed or logged.
+    public let secrets: [String]
 
     /// The launch description GStreamer parses.
     public var description: String {
         lines.map(\.text).filter { !$0.isEmpty }.joined(separator: " ")
+    }
+
+    /// `text` (the description, a GStreamer message) with every credential replaced by `********`.
+    public func redacted(_ text: String) -> String {
+        secrets.reduce(text) { $0.replacingOccurrences(of: $1, with: "********") }
+    }
+
+    /// Whether a variable's value is a credential, never to be shown.
+    public static func isSecret(_ name: String) -> Bool {
+        let lower = name.lowercased()
+        return lower.contains("password") || lower.contains("secret")
     }
 
     public init(file: String, variables: [String: String]) throws {
@@ -40,6 +54,7 @@ public struct PipelineTemplate: Sendable {
 
     public init(text: String, file: String, variables: [String: String]) throws {
         self.file = file
+        secrets = variables.filter { Self.isSecret($0.key) && !$0.value.isEmpty }.map(\.value).sorted { $0.count > $1.count }
         var lines: [Line] = []
         var number = 0
         for raw in text.split(separator: "\n", omittingEmptySubsequences: false) {

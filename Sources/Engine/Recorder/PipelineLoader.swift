@@ -32,7 +32,17 @@ public enum PipelineLoader {
         return try load(template: template, privacyBoundary: privacyBoundary)
     }
 
+    /// Every error's text has the pipeline's credentials hidden (`PipelineTemplate.redacted`).
     public static func load(template: PipelineTemplate, privacyBoundary: Bool) throws -> LoadedPipeline {
+        do {
+            return try loadAndCheck(template: template, privacyBoundary: privacyBoundary)
+        } catch var error as PipelineError {
+            error.reason = template.redacted(error.reason)
+            throw error
+        }
+    }
+
+    private static func loadAndCheck(template: PipelineTemplate, privacyBoundary: Bool) throws -> LoadedPipeline {
         let pipeline: Pipeline
         do {
             pipeline = try Pipeline.parse(template.description)

@@ -152,7 +152,9 @@ final class RecordingSession {
             }
             if stopping, chunkSink.isFinished { finishStop() }
             if stopping, writerBroken, chunkSink.finishingCount == 0 { abandonChunk() }
-        case .error(let text, let debug, let noSpaceLeft):
+        case .error(let rawText, let rawDebug, let noSpaceLeft):
+            // GStreamer's words may quote a property's value: never a credential.
+            let text = loaded.template.redacted(rawText), debug = rawDebug.map(loaded.template.redacted)
             chunkSink.verifyBeforeFinalizing = true
             logger.debug("GStreamer debug for \(message.sourceName): \(debug ?? "-")")
             if chunkSink.isWriter(message) { writerBroken = true }
@@ -164,7 +166,7 @@ final class RecordingSession {
             let described = text + BusMessage.detail(debug)
             onFailure?(noSpaceLeft ? .diskFull(message: described) : .pipelineError(element: message.sourceName, message: described, inWriter: writerBroken))
         case .warning(let text):
-            logger.warning("\(message.sourceName): \(text)")
+            logger.warning("\(message.sourceName): \(loaded.template.redacted(text))")
         case .endOfStream:
             // Every sink is done: the capture chain ended and its last chunk is closed.
             reachedEnd = true

@@ -77,4 +77,19 @@ extension ServiceProcessTests {
         XCTAssertGreaterThanOrEqual(after.count, 2, "chunks started after the camera came back: \(chunks)")
         for chunk in chunks { XCTAssertNotNil(try discover(storage.file(chunk)).duration, "\(chunk) plays") }
     }
+
+    func testCheckPipelineShowsTheCameraPipelineWithItsPasswordHidden() throws {
+        let password = "pw-\(UUID().uuidString.prefix(8))"
+        let checked = try runTool(recorderExecutable, [
+            "check-pipeline", repoPath("pipelines/rtsp.pipeline"), "--config", repoPath("config/default.toml"),
+            "--set", "pipeline.vars.rtsp_url=rtsp://127.0.0.1:9/cam", "--set", "pipeline.vars.rtsp_transport=tcp",
+            "--set", "pipeline.vars.rtsp_user=camera", "--set", "pipeline.vars.rtsp_password=\(password)"])
+        XCTAssertEqual(checked.status, 0, checked.output)
+        XCTAssertTrue(checked.output.contains(#"user-pw="********""#), checked.output)
+        XCTAssertFalse(checked.output.contains(password), "the password is never shown")
+        // An error that quotes the value hides it too.
+        let template = try PipelineTemplate(text: "videotestsrc pattern=${camera_password} ! fakesink", file: "x.pipeline",
+                                            variables: ["camera_password": password])
+        XCTAssertEqual(template.redacted(template.description), "videotestsrc pattern=******** ! fakesink")
+    }
 }
