@@ -38,7 +38,8 @@ extension ServiceProcessTests {
                      "--set", "recording.frame_timeout_s=3", "--set", "server.discovery=false", "--set", "console.enabled=false",
                      "--set", "pipeline.vars.rtsp_url=rtsp://127.0.0.1:\(port)/cam", "--set", "pipeline.vars.rtsp_transport=tcp",
                      "--set", "pipeline.vars.rtsp_user=camera", "--set", "pipeline.vars.rtsp_password=\(password)",
-                     "--set", "pipeline.vars.framerate=15", "--set", "pipeline.vars.bitrate_kbps=500"] + smallAndFast)
+                     "--set", "pipeline.vars.framerate=15", "--set", "pipeline.vars.bitrate_kbps=500",
+                     "--set", "recording.audio_format=wav"] + smallAndFast)
     }
 
     func testAnRTSPCameraIsRecordedAgainAfterItComesBackAndItsPasswordIsNeverLogged() throws {
@@ -76,6 +77,11 @@ extension ServiceProcessTests {
         let after = chunks.filter { (ChunkName.parse($0).map { Double($0.startMs) / 1000 } ?? 0) > lost + 2 }
         XCTAssertGreaterThanOrEqual(after.count, 2, "chunks started after the camera came back: \(chunks)")
         for chunk in chunks { XCTAssertNotNil(try discover(storage.file(chunk)).duration, "\(chunk) plays") }
+        // The camera's sound, beside each chunk.
+        for chunk in after {
+            let ms = try XCTUnwrap(ChunkName.parse(chunk)).startMs
+            XCTAssertTrue(files(in: storage).contains("audio_\(ms).wav"), "the camera's audio beside \(chunk)")
+        }
     }
 
     func testCheckPipelineShowsTheCameraPipelineWithItsPasswordHidden() throws {

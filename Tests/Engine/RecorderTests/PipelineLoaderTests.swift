@@ -12,12 +12,12 @@ final class PipelineLoaderTests: XCTestCase {
                 "mjpeg_url": "http://127.0.0.1:9/stream.mjpeg", "mjpeg_user": "", "mjpeg_password": "", "frames": "/tmp/frames"]
 
     func testShippedPipelinesSatisfyTheContract() throws {
-        for name in ["test", "v4l2", "file", "rtsp", "http-mjpeg", "demo-faces"] {
+        for name in ["test", "v4l2", "v4l2-raw", "file", "rtsp", "http-mjpeg", "demo-faces"] {
             let loaded = try PipelineLoader.load(file: repoPath("pipelines/\(name).pipeline"), variables: vars, privacyBoundary: true)
             XCTAssertEqual(loaded.captureSink.element.factoryName, "appsink", name)
             XCTAssertEqual(loaded.processedSource.element.factoryName, "appsrc", name)
             XCTAssertEqual(loaded.chunkSink.factoryName, "splitmuxsink", name)
-            XCTAssertEqual(loaded.audioSink != nil, ["test", "v4l2", "demo-faces"].contains(name), "\(name): the audio path")
+            XCTAssertEqual(loaded.audioSink != nil, ["test", "v4l2", "v4l2-raw", "rtsp", "demo-faces"].contains(name), "\(name): the audio path")
         }
     }
 
