@@ -234,12 +234,15 @@ public final class RecorderService {
         parts.discovery?.stop()
         parts.recorder.stop { [weak self] in
             parts.link?.recordingEnded()
-            // The last chunks' chunkSaved may still be held behind an upload (the server's
-            // autoUpload asks for each chunk) or unanswered: give a connected server a few
-            // seconds to take them; what is still out then is logged as not announced.
-            Self.whenAnnounced(parts.link, within: Self.announceGraceSeconds) { outstanding in
-                if outstanding > 0 {
-                    self?.logger.warning("stopping with \(outstanding) chunkSaved message(s) the server has not confirmed; those chunks are not announced")
+            // The last chunks' chunkSaved may still be held behind an upload or unanswered, and
+            // the server's autoUpload asks for each chunk right after its announcement: give a
+            // connected server a few seconds to take them; what is still out then is logged.
+            Self.whenDone(parts.link, within: Self.stopGraceSeconds) { outstanding in
+                if outstanding.announcements > 0 {
+                    self?.logger.warning("stopping with \(outstanding.announcements) chunkSaved message(s) the server has not confirmed; those chunks are not announced")
+                }
+                if outstanding.uploads > 0 {
+                    self?.logger.warning("stopping with \(outstanding.uploads) upload(s) not done; the server must ask for them again")
                 }
                 parts.link?.stop()
                 self?.state = .stopped(parts)
@@ -248,19 +251,21 @@ public final class RecorderService {
         }
     }
 
-    /// How long a stop waits for the server to confirm the last announcements.
-    static let announceGraceSeconds = 5.0
+    /// How long a stop waits for the server to confirm the last announcements and take the last uploads.
+    static let stopGraceSeconds = 5.0
 
-    /// Calls `done` with the announcements still outstanding, once there are none or
-    /// `seconds` passed (at once without a connected link).
-    private static func whenAnnounced(_ link: ServerLink?, within seconds: Double, _ done: @escaping (Int) -> Void) {
-        guard let link, case .connected = link.state, link.announcementsOutstanding > 0 else {
-            return done(link?.announcementsOutstanding ?? 0)
+    /// Calls `done` with what is still outstanding, once nothing is or `seconds`
+    /// passed (at once without a connected link).
+    private static func whenDone(_ link: ServerLink?, within seconds: Double,
+                                 _ done: @escaping ((announcements: Int, uploads: Int)) -> Void) {
+        func busy(_ o: (announcements: Int, uploads: Int)) -> Bool { o.announcements > 0 || o.uploads > 0 }
+        guard let link, case .connected = link.state, busy(link.outstanding) else {
+            return done(link?.outstanding ?? (0, 0))
         }
         let deadline = Date().addingTimeInterval(seconds)
         MainLoop.every(0.1) {
-            let outstanding = link.announcementsOutstanding
-            guard case .connected = link.state, outstanding > 0, Date() < deadline else {
+            let outstanding = link.outstanding
+            guard case .connected = link.state, busy(outstanding), Date() < deadline else {
                 done(outstanding)
                 return false
             }

@@ -220,9 +220,10 @@ public final class ServerLink {
     /// The recorder stopped: ranges waiting for chunks will get no more.
     public func recordingEnded() { uploads?.recordingEnded() }
 
-    /// `chunkSaved` messages not yet confirmed by the server: held back, or sent and unanswered.
-    public var announcementsOutstanding: Int {
-        announcements.texts.count + (connection.session?.ledger.unansweredAnnouncements.count ?? 0)
+    /// `chunkSaved` messages not yet confirmed by the server (held back, or sent and
+    /// unanswered), and uploads not yet done.
+    public var outstanding: (announcements: Int, uploads: Int) {
+        (announcements.texts.count + (connection.session?.ledger.unansweredAnnouncements.count ?? 0), pendingUploads)
     }
 
     /// What a command may touch, as things are now.
@@ -243,6 +244,15 @@ final class HeldAnnouncements {
     /// A server away for days must not make the list grow without end: beyond this many the
     /// oldest go (a chunk that old has likely been deleted by retention anyway).
     static let limit = 1000
+
+    /// By each chunkSaved's startTime; the sort is stable, so equal times keep their order.
+    func sortOldestFirst() {
+        func start(_ text: String) -> Double {
+            ((try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any])?["startTime"] as? Double ?? 0
+        }
+        texts = texts.map { (start($0), $0) }.enumerated()
+            .sorted { ($0.element.0, $0.offset) < ($1.element.0, $1.offset) }.map(\.element.1)
+    }
 
     func hold(_ text: String, logger: Logger) {
         texts.append(text)

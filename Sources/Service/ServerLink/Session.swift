@@ -72,6 +72,9 @@ final class Session {
     /// Sends the `chunkSaved` messages held back, unless an upload is still owed its replies.
     func sendHeldAnnouncements() {
         guard channel.isOpen, !ledger.isWaitingForUpload else { return }
+        // Oldest first, whatever order they were held in (an ending session puts its
+        // unanswered ones back when newer ones may already wait).
+        announcements.sortOldestFirst()
         for text in announcements.texts {
             channel.send(text: text)
             ledger.sent(.chunkSaved(text))
