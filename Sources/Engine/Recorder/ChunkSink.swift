@@ -266,7 +266,7 @@ final class ChunkSink {
     }
 
     /// Where splitmuxsink cuts on its own when no cut was asked for (frames
-    /// without timestamps): late enough never to pre-empt a requested cut
+    /// without a running time): late enough never to pre-empt a requested cut
     /// (which comes within a frame of the length), within what robust muxing reserves.
     private static func backstopNs(durationMs: Int) -> UInt64 {
         UInt64(durationMs + min(durationMs / 2, 5_000)) * 1_000_000
