@@ -37,7 +37,8 @@ struct CompanionSettings: Equatable, Sendable {
 /// `ChunkTimeline` orders: one switch at a time, in the order asked.
 ///
 /// Threading: `name(fragment:)` runs on splitmuxsink's streaming thread;
-/// the keyframe swap runs on the encoder's streaming thread; everything
+/// the keyframe swap runs on the encoder's streaming thread; `split(at:)`
+/// on the capture thread, from `cuts`; everything
 /// else (bus messages, `apply`) runs on the main loop, which owns the
 /// timeline's progress (a swap posts its completion there). The state
 /// they share is under `lock`.
@@ -84,6 +85,8 @@ final class ChunkSink {
     private var frameTimes: [UInt64] = []
     /// Gets the chunk length (it bounds how much audio is kept).
     private let audio: AudioTrack?
+    /// Where chunks are cut: the frame path asks it about every frame (see `ChunkCuts`).
+    let cuts: ChunkCuts
 
     struct OpenFragment {
         var startNs: UInt64
@@ -105,6 +108,7 @@ final class ChunkSink {
         self.timeline = ChunkTimeline(settings)
         self.companionSettings = companions
         self.audio = audio
+        self.cuts = ChunkCuts(lengthMs: settings.recordsVideo ? settings.chunkDurationMs : nil)
         audio?.setChunkLength(ms: settings.chunkDurationMs)
         audio?.setWanted(companions.audio != .none)
     }
@@ -151,6 +155,15 @@ final class ChunkSink {
         // The encoder's output stays linked to whichever sink is active (a
         // container switch re-links the same pad), so this sees every frame recorded.
         feed.onEveryBuffer { [weak self] runningTime in self?.frameArrived(at: runningTime) }
+        cuts.onCut = { [weak self] runningTime in self?.split(at: runningTime) }
+    }
+
+    /// On the capture thread: the frame at `runningTime`, on its way to the
+    /// encoder as a keyframe, starts the next chunk.
+    private func split(at runningTime: UInt64) {
+        let (sink, discards) = lock.withLock { (active, discarding.contains(active.id)) }
+        guard !discards else { return }
+        sink.splitAtRunningTime(ClockTime(runningTime))
     }
 
     /// A splitmuxsink for chunks, or a fakesink while no video is recorded:
@@ -240,8 +253,10 @@ final class ChunkSink {
         lock.withLock { formats[element.id] = format }
         element.set("sink-factory", "filesink")
         element.set("max-size-bytes", 0)
-        element.set("max-size-time", UInt64(durationMs) * 1_000_000)
-        element.set("send-keyframe-requests", true)
+        // The recorder asks for each cut itself (`ChunkCuts`); its own time
+        // limit, with its keyframe requests, is only a backstop.
+        element.set("max-size-time", Self.backstopNs(durationMs: durationMs))
+        element.set("send-keyframe-requests", false)
         // Robust muxing comes from the muxer properties alone: splitmuxsink's
         // own use-robust-muxing also cuts the first chunk at half length.
         setMuxerProperties(element, durationMs: durationMs)
@@ -250,10 +265,17 @@ final class ChunkSink {
         }
     }
 
+    /// Where splitmuxsink cuts on its own when no cut was asked for (frames
+    /// without a running time): late enough never to pre-empt a requested cut
+    /// (which comes within a frame of the length), within what robust muxing reserves.
+    private static func backstopNs(durationMs: Int) -> UInt64 {
+        UInt64(durationMs + min(durationMs / 2, 5_000)) * 1_000_000
+    }
+
     /// Robust muxing keeps a playable moov updated every second, so a chunk
     /// cut short by a crash or power loss keeps all but the last second.
     private func setMuxerProperties(_ element: Element, durationMs: Int) {
-        // Reserve room for the longest the chunk can become (one GOP beyond the target).
+        // Reserve room for the longest the chunk can become (past the backstop, one GOP more).
         let reserved = (UInt64(durationMs) + 10_000) * 1_000_000
         element.set("muxer-properties",
                     "properties,reserved-moov-update-period=(guint64)1000000000,reserved-max-duration=(guint64)\(reserved)")
@@ -505,7 +527,9 @@ final class ChunkSink {
         let (sink, discards) = lock.withLock { (active, discarding.contains(active.id)) }
         // While no video is recorded the length waits in the timeline for the next chunk sink.
         guard !discards else { return }
-        sink.set("max-size-time", UInt64(ms) * 1_000_000)
+        // Also for the chunk being written: the next cut comes at its start + the new length.
+        cuts.setLength(ms: ms)
+        sink.set("max-size-time", Self.backstopNs(durationMs: ms))
         setMuxerProperties(sink, durationMs: ms)
     }
 
@@ -538,6 +562,8 @@ final class ChunkSink {
                 MainLoop.post { [weak self] in self?.switchFailed("cannot link the encoder to the new chunk sink") }
                 return
             }
+            // The new sink's first chunk starts at this keyframe.
+            self.cuts.restart(at: UInt64(keyframeTime), lengthMs: settings.recordsVideo ? settings.chunkDurationMs : nil)
             // A sink that recorded nothing has no chunk to finish: it just goes.
             if self.lock.withLock({ self.discarding.remove(oldID) != nil }) {
                 self.lock.withLock { self.active = replacement }

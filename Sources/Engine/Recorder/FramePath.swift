@@ -74,6 +74,8 @@ public final class FramePath: @unchecked Sendable {
     /// Runs on the capture thread after the capture ended (end of stream at
     /// blur_in) and its last frames went on (set before the pipeline plays).
     public var onCaptureEnded: (() -> Void)?
+    /// Decides which frames start a chunk (set before the pipeline plays).
+    var chunkCuts: ChunkCuts?
 
     public init(sink: AppSink, source: AppSource, processor: FrameProcessor) {
         self.sink = sink
@@ -129,6 +131,11 @@ public final class FramePath: @unchecked Sendable {
 
     private func push(_ frames: [Sample]) {
         for frame in frames {
+            let runningTime = frame.runningTime
+            // A frame that starts a chunk must reach the encoder as a keyframe: the chunk is cut there.
+            if let chunkCuts, let runningTime, chunkCuts.startsChunk(at: UInt64(runningTime)) {
+                source.requestKeyframeForNextFrame()
+            }
             let pushed = source.push(frame)
             // What the encoder got, and only that, may be shown.
             if pushed { preview?.offer(frame) }
@@ -136,7 +143,7 @@ public final class FramePath: @unchecked Sendable {
             if pushed {
                 stats.recorded += 1
                 stats.lastFrameDuration = frame.duration.map(UInt64.init) ?? stats.lastFrameDuration
-                stats.lastFrameRunningTime = frame.runningTime.map(UInt64.init) ?? stats.lastFrameRunningTime
+                stats.lastFrameRunningTime = runningTime.map(UInt64.init) ?? stats.lastFrameRunningTime
             } else {
                 stats.afterStop += 1
             }

@@ -79,6 +79,7 @@ final class RecordingSession {
         self.companions = CompanionWriter(folder: StorageFolder(storage), audio: audio, logger: logger)
         chunkSink = ChunkSink(pipeline: loaded.pipeline, element: loaded.chunkSink, storage: storage, settings: settings,
                               companions: companions, audio: audio, logger: logger, frameStatistics: { framePath.statistics })
+        framePath.chunkCuts = chunkSink.cuts
     }
 
     /// The companions of chunks opened from now on.

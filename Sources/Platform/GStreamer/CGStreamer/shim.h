@@ -50,4 +50,9 @@ static inline gulong cgst_signal_connect(gpointer instance, const gchar *signal,
     return g_signal_connect_data(instance, signal, cb, data, NULL, (GConnectFlags)0);
 }
 
+/* g_signal_emit_by_name is variadic, which Swift cannot call. */
+static inline void cgst_splitmux_split_at_running_time(GstElement *splitmux, GstClockTime running_time) {
+    g_signal_emit_by_name(splitmux, "split-at-running-time", running_time);
+}
+
 #endif

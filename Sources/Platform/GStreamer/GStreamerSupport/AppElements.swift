@@ -103,6 +103,15 @@ public final class AppSource {
 
     public func endOfStream() { _ = gst_app_src_end_of_stream(source) }
 
+    /// Makes the next frame pushed a keyframe (with the stream headers):
+    /// a downstream force-key-unit event, which appsrc queues in order with
+    /// the frames, so the encoder gets it just before that frame.
+    public func requestKeyframeForNextFrame() {
+        let none = GStreamer.clockTimeNone
+        guard let event = gst_video_event_new_downstream_force_key_unit(none, none, none, 1, 0) else { return }
+        _ = gst_element_send_event(element.pointer, event)   // takes the event
+    }
+
     /// Pushes raw bytes as one buffer with the given timestamps (caps are
     /// the appsrc's own). For tools and tests that synthesise video.
     public func push(bytes: [UInt8], presentationTime: ClockTime, duration: ClockTime) -> Bool {

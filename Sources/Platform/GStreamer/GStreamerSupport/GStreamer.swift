@@ -201,6 +201,12 @@ extension Element {
     public func requestPad(_ template: String) -> Pad? {
         gst_element_request_pad_simple(pointer, template).map(Pad.init(owning:))
     }
+
+    /// splitmuxsink's `split-at-running-time`: the next file starts at the
+    /// first keyframe at or after `runningTime`, whatever `max-size-time` says.
+    public func splitAtRunningTime(_ runningTime: ClockTime) {
+        cgst_splitmux_split_at_running_time(pointer, runningTime)
+    }
 }
 
 extension Pad {
