@@ -52,7 +52,7 @@ extension ServiceProcessTests {
         let refusedStorage = TemporaryDirectory()
         let wrong = "wrong-\(UUID().uuidString.prefix(8))"
         let refused = try rtspRun(refusedStorage, port: port, password: wrong)
-        sleep(4)
+        sleep(3)
         refused.signal(SIGINT)
         let refusedLog = refused.finish().log
         XCTAssertTrue(refusedLog.contains("Unauthorized"), "the camera's refusal is said: \(refusedLog.suffix(2000))")
@@ -65,7 +65,7 @@ extension ServiceProcessTests {
         XCTAssertTrue(waitFor(20) { chunkNames(storage).count >= 2 }, "recording from the camera")
         camera.kill()
         let lost = Date().timeIntervalSince1970
-        sleep(4)
+        sleep(3)
         let beforeReturn = chunkNames(storage)
         camera = try RTSPCamera(port: port, user: "camera", password: password)
         XCTAssertTrue(waitFor(30) { chunkNames(storage).count >= beforeReturn.count + 2 }, "recording again once the camera is back")
