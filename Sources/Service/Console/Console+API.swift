@@ -13,9 +13,6 @@ extension Console {
         let tuning = recorder?.currentTuning ?? config.tuning
         let stats = recorder?.frameStatistics
         let chunks = recorder?.catalog.all ?? []
-        let link = service.link
-        var scheme: String?
-        if case .connected(let s)? = link?.state { scheme = s.rawValue }
         return StatusAnswer(
             version: ProductVersion.current, device: config.device.name, time: Date(),
             recording: .init(state: recorder.map { "\($0.state)" } ?? "stopped",
@@ -31,8 +28,15 @@ extension Console {
                            bytes: recorder?.catalog.totalBytes ?? 0, bufferMaxBytes: tuning.bufferMaxBytes,
                            diskFreeBytes: StorageGuard.freeBytes(at: URL(fileURLWithPath: config.recording.storageDirectory)), oldest: chunks.first.map { Date(timeIntervalSince1970: $0.start) },
                            newest: chunks.last.map { Date(timeIntervalSince1970: $0.end) }),
-            server: .init(state: link.map { Self.stateName($0.state) } ?? "none", scheme: scheme,
-                          address: link?.address?.description))
+            server: linkState())
+    }
+
+    /// The server link as the API names it: "none" (no link) or its state, the scheme while connected, the address.
+    func linkState() -> StatusAnswer.Server {
+        let link = service.link
+        var scheme: String?
+        if case .connected(let s)? = link?.state { scheme = s.rawValue }
+        return .init(state: link.map { Self.stateName($0.state) } ?? "none", scheme: scheme, address: link?.address?.description)
     }
 
     static func stateName(_ state: ServerLink.State) -> String {

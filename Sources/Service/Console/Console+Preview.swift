@@ -48,8 +48,7 @@ extension Console {
     /// One picture: the latest if it is fresh, else the next one made (within a few seconds).
     func snapshot() -> HTTPResponse {
         guard let preview = runningPreview else { return error(503, "not_recording", "the recorder is not running") }
-        let noPicture = (try? JSONEncoder().encode(ErrorAnswer(error: .init(
-            code: "not_recording", message: "no picture came from the recorder in time", field: nil, allowed: nil)))) ?? Data()
+        let noPicture = Self.errorBody("not_recording", "no picture came from the recorder in time")
         return HTTPResponse(status: 200, headers: [("Content-Type", "image/jpeg"), ("Cache-Control", "no-store")],
                             body: .stream { [weak self] stream in
             var token: PreviewTap.Token?

@@ -24,12 +24,9 @@ struct ServerLinkAnswer: Encodable {
 extension Console {
     func serverLink() -> ServerLinkAnswer {
         let server = service.configuration.server
-        let link = service.link
-        var scheme: String?
-        if case .connected(let s)? = link?.state { scheme = s.rawValue }
+        let link = linkState()
         return ServerLinkAnswer(host: server.host, verifyTls: server.verifyTLS, discovery: server.discovery,
-                                state: link.map { Self.stateName($0.state) } ?? "none", scheme: scheme,
-                                address: link?.address?.description)
+                                state: link.state, scheme: link.scheme, address: link.address)
     }
 
     /// `{"host": "…" | "", "verify_tls": bool}`, either or both; an empty

@@ -126,6 +126,13 @@ public final class Console {
         json(status, ErrorAnswer(error: .init(code: code, message: message, field: field, allowed: allowed)), headers: headers)
     }
 
+    /// The one error shape, `{"error":{"code","message","field"?,"allowed"?}}`, as JSON
+    /// (also for an answer that turns into an error after it started, the snapshot's).
+    static func errorBody(_ code: String, _ message: String, field: String? = nil, allowed: [String]? = nil) -> Data {
+        (try? ConsoleJSON.encoder.encode(ErrorAnswer(error: .init(code: code, message: message, field: field, allowed: allowed))))
+            ?? Data("{}".utf8)
+    }
+
     private func answer(_ refusal: ConsoleAuth.Refusal, challenge: Bool) -> HTTPResponse {
         switch refusal {
         case .unauthenticated(let why):
