@@ -13,7 +13,7 @@ import PackageDescription
 // Sources/Domain    pure Swift
 //   AllSparkProtocol   the wire messages, reply ledger, server addresses, peer text (Foundation only)
 //   Storage            the storage folder, chunk catalog, retention plan and guard, shared pins
-//   RecorderCore       config, TOML, pipeline templates, the chunk timeline, server settings
+//   RecorderCore       config, TOML, pipeline templates, the chunk timeline, the settings path (Settings.swift), RecorderControl
 // Sources/Engine    the media engine
 //   Recorder           pipeline, frame path, chunk sink, recording session, preview tap
 //   FaceBlur           the privacy stage: detection, tracking, camera motion, anonymisation, offline blur
@@ -87,7 +87,7 @@ let package = Package(
 
         // MARK: Domain
 
-        .target(name: "AllSparkProtocol", dependencies: ["Storage"], path: "Sources/Domain/AllSparkProtocol"),
+        .target(name: "AllSparkProtocol", dependencies: [], path: "Sources/Domain/AllSparkProtocol"),
         .target(name: "Storage", dependencies: [logging], path: "Sources/Domain/Storage"),
         .target(name: "RecorderCore", dependencies: ["AllSparkProtocol", "Storage", logging], path: "Sources/Domain/RecorderCore"),
 
@@ -133,7 +133,7 @@ let package = Package(
         // MARK: Test support
 
         .target(name: "RecorderTestSupport",
-                dependencies: ["Recorder", "RecorderCore", "GStreamerSupport", "GLibSupport", "SoupSupport", "FaceBlur"],
+                dependencies: ["Recorder", "RecorderCore", "GStreamerSupport", "GLibSupport", "SoupSupport", "FaceBlur", logging],
                 path: "Tests/Support/RecorderTestSupport"),
         // The server link's testing library: an in-memory channel and connector, and a clock
         // the test moves, so protocol tests run without sockets, video or real waiting.

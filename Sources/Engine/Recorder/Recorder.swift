@@ -52,9 +52,7 @@ public final class Recorder {
     /// The config in force; its recording tunables are `tuning`'s.
     public var config: RecorderConfig {
         var config = baseConfig
-        config.recording.videoFormat = tuning.videoFormat
-        config.recording.chunkDurationMs = tuning.chunkDurationMs
-        config.recording.bufferMaxMB = tuning.bufferMaxMB
+        config.tuning = tuning
         return config
     }
     /// Everything but the recording tunables, which only `tuning` holds
@@ -433,6 +431,9 @@ public final class Recorder {
         return [config.recording.pipeline, text, vars.joined(separator: "\n"), "\(config.privacy)"].joined(separator: "\n")
     }
 }
+
+/// The link reads and pins chunks through RecorderControl (RecorderCore); settings go through the service's SettingsKeeper.
+extension Recorder: RecorderControl {}
 
 /// Exponential backoff for pipeline restarts: 1 s, 2 s, 4 s … capped at 30 s.
 struct RetryBackoff {

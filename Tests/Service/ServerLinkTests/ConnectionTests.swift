@@ -1,4 +1,5 @@
 import XCTest
+import RecorderTestSupport
 import AllSparkProtocol
 import RecorderCore
 import ServerLinkTesting
@@ -150,8 +151,10 @@ final class ClientConfigCommandTests: XCTestCase {
         guard case .clientConfig(let update) = try ServerMessage.parse("""
             {"type":"clientConfig","config":{"videoFormat":"mov","videoChunkDurationMs":10000,"videoBufferMaxMB":-3}}
             """).get() else { return XCTFail("not a clientConfig") }
-        XCTAssertEqual(update.applied(to: RecordingTuning(videoFormat: .mp4, chunkDurationMs: 30000, bufferMaxMB: 100)),
+        let checked = SettingsRules.check(update.settingsChange, from: .server("s"), bounds: ServerBounds(minBufferMB: 1, maxBufferMB: 200))
+        XCTAssertEqual(checked.accepted.applied(to: RecordingTuning(videoFormat: .mp4, chunkDurationMs: 30000, bufferMaxMB: 100)),
                        RecordingTuning(videoFormat: .mov, chunkDurationMs: 10000, bufferMaxMB: 100))
+        XCTAssertEqual(checked.refused.map(\.field), [.bufferMax], "-3 MB: refused by the box's rules")
         guard case .clientConfig(let bad) = try ServerMessage.parse(
             #"{"type":"clientConfig","config":{"videoFormat":"avi","videoChunkDurationMs":true,"videoBufferMaxMB":"big"}}"#).get()
         else { return XCTFail("not a clientConfig") }

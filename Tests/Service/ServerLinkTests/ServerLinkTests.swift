@@ -8,7 +8,7 @@ import ServerLinkTesting
 import SoupSupport
 @testable import Recorder
 @testable import ServerLink
-import RecorderService // Recorder: RecorderControl
+
 
 
 
@@ -43,7 +43,10 @@ final class ServerLinkTests: XCTestCase {
         let link = ServerLink(address: try ServerAddress(parsing: address), deviceName: "Door (x86)",
                               verifyTLS: verifyTLS, reconnectDelay: 0.3, recorder: recorder,
                               announceChunks: announce, uploadOptions: upload, bounds: bounds,
-                              settingsStore: store, logger: logger)
+                              settings: recorder.map { recorder in
+                                  SettingsKeeper(bounds: { bounds }, store: store, current: { recorder.currentTuning },
+                                                 retune: { recorder.retune($0) }, logger: logger)
+                              }, logger: logger)
         recorder?.onChunkFinished = { [weak link] chunk in
             link?.chunkFinished(chunk.record, fps: chunk.framesPerSecond, width: chunk.width, height: chunk.height, camera: "test")
         }
