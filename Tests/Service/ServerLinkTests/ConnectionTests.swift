@@ -28,6 +28,26 @@ final class ConnectionTests: XCTestCase {
         link.stop()
     }
 
+    /// The connection's state is one value carrying what it holds (issue 23 item 5): observers hear
+    /// each change once, a second start makes no second attempt, a second stop tells no one anything.
+    func testObserversHearEachChangeOnceAndAStartOrStopTooManyChangesNothing() {
+        let server = InMemoryAllSparkServer()
+        let link = server.makeLink(recorder: nil, reconnectDelay: 5)
+        var states: [ServerLink.State] = []
+        link.onStateChange { states.append($0) }
+        link.start()
+        link.start()
+        server.clock.run()
+        XCTAssertEqual(server.attempts.count, 1, "one attempt")
+        XCTAssertEqual(server.clientNames.count, 1, "one connection")
+        link.stop()
+        link.stop()
+        server.clock.advance(by: 10)
+        XCTAssertEqual(states, [.connecting, .connected(.ws), .disconnected])
+        XCTAssertEqual(server.attempts.count, 1, "no reconnect after a stop")
+        XCTAssertEqual(server.clock.pendingTimers, 0, "nothing of the connection is left running")
+    }
+
     func testAHandshakeThatNeverCompletesIsGivenUpAtTheDeadline() {
         let server = InMemoryAllSparkServer()
         server.completesHandshakes = false
