@@ -163,7 +163,7 @@ let package = Package(
                     path: "Tests/Engine/FaceBlurTests"),
         .testTarget(name: "ServerLinkTests",
                     dependencies: ["ServerLink", "ServerLinkTesting", "AllSparkProtocol", "SoupSupport", "Recorder", "Storage",
-                                   "RecorderCore", "RecorderService", "GLibSupport", "RecorderTestSupport", logging],
+                                   "RecorderCore", "GLibSupport", "RecorderTestSupport", logging],
                     path: "Tests/Service/ServerLinkTests"),
         .testTarget(name: "DiscoveryTests",
                     dependencies: ["Discovery", "AllSparkProtocol", "RecorderCore", "GLibSupport", "RecorderTestSupport", logging],

@@ -128,14 +128,7 @@ public final class ServerLink {
         }
         uploads?.transport = connection
         connection.uploads = uploads
-        connection.makeSession = { [unowned self] channel in
-            Session(channel: channel, connection: connection, uploads: uploads, announcements: announcements,
-                    options: uploadOptions, clock: clock, logger: logger, context: { [unowned self] in commandContext })
-        }
-        connection.onOpen = { [unowned self] session in
-            session.introduce(as: deviceName)
-            uploads?.pump()
-        }
+        connection.delegate = self
         if uploadOptions.fileNames == .seconds {
             logger.notice("server.file_names = \"seconds\": files are uploaded as <name>_<epoch s> for servers before 0.5 (the files on disk keep their millisecond names)")
         }
@@ -220,6 +213,18 @@ public final class ServerLink {
         CommandContext(recorder: recorder, uploads: uploads, bounds: bounds, settings: settings,
                        acceptAutomaticUploads: uploadOptions.acceptAutomaticRequests,
                        server: address?.description ?? "", clock: clock, logger: logger)
+    }
+}
+
+extension ServerLink: ConnectionDelegate {
+    func makeSession(for channel: LinkChannel, of connection: Connection) -> Session {
+        Session(channel: channel, connection: connection, uploads: uploads, announcements: announcements,
+                options: uploadOptions, clock: clock, logger: logger, context: { [unowned self] in commandContext })
+    }
+
+    func opened(_ session: Session) {
+        session.introduce(as: deviceName)
+        uploads?.pump()
     }
 }
 
