@@ -133,12 +133,14 @@ let package = Package(
         // MARK: Test support
 
         .target(name: "RecorderTestSupport",
-                dependencies: ["Recorder", "RecorderCore", "GStreamerSupport", "GLibSupport", "SoupSupport", "FaceBlur", logging],
+                dependencies: ["Recorder", "RecorderCore", "GStreamerSupport", "GLibSupport", "SoupSupport", "FaceBlur", "ClockTesting", logging],
                 path: "Tests/Support/RecorderTestSupport"),
-        // The server link's testing library: an in-memory channel and connector, and a clock
+        // The service's clock for tests (`TestClock`, a `LoopClock` that moves only when the test moves it).
+        .target(name: "ClockTesting", dependencies: ["GLibSupport"], path: "Tests/Support/ClockTesting"),
+        // The server link's testing library: an in-memory channel and connector on a clock
         // the test moves, so protocol tests run without sockets, video or real waiting.
         .target(name: "ServerLinkTesting",
-                dependencies: ["ServerLink", "AllSparkProtocol", "SoupSupport", "Storage", "RecorderCore", logging],
+                dependencies: ["ServerLink", "ClockTesting", "AllSparkProtocol", "SoupSupport", "Storage", "RecorderCore", logging],
                 path: "Tests/Support/ServerLinkTesting"),
         // A storage folder with the user's files beside it, for the tests that nothing outside it is touched.
         .target(name: "StorageTestSupport", path: "Tests/Support/StorageTestSupport"),

@@ -82,13 +82,18 @@ public final class RecorderService {
     public var isPairing: Bool { pairing != nil }
     /// Tells systemd how the service is, when it runs as a notify unit.
     private let systemd: SystemdReporter?
+    /// The one clock of the service's timers: the recorder's retries, the preview, the stop's
+    /// grace, the server link, the console. The main loop's unless a test gives a `TestClock`.
+    public let clock: LoopClock
 
     /// Reads the config (with the server's last settings over it); throws
     /// for a config that cannot be used, naming the file and the key.
     /// - Parameter systemd: sd_notify's socket (`SystemdNotifier.fromEnvironment()` under systemd); nil tells no one.
-    public init(settings: ServiceSettings, logger: Logger = Logger(label: "allspark.run"), systemd: SystemdNotifier? = nil) throws {
+    public init(settings: ServiceSettings, logger: Logger = Logger(label: "allspark.run"), systemd: SystemdNotifier? = nil,
+                clock: LoopClock = MainLoopClock.shared) throws {
         self.settings = settings
         self.logger = logger
+        self.clock = clock
         self.systemd = systemd.map { SystemdReporter(notifier: $0, logger: logger) }
         let file = try settings.loadFile(logger: logger)
         fileTuning = file.tuning
@@ -116,7 +121,7 @@ public final class RecorderService {
             logger.warning("privacy.face_blur = false: faces are recorded unblurred")
         }
         let metricsFactory = metrics.factory
-        let recorder = try Recorder(config: configuration, makeProcessor: { try PrivacyStage.make(for: $0, metrics: metricsFactory) })
+        let recorder = try Recorder(config: configuration, clock: clock, makeProcessor: { try PrivacyStage.make(for: $0, metrics: metricsFactory) })
         recorder.onStateChange = { [weak self] state in
             guard let self else { return }
             if let now = self.health { self.systemd?.update(now.state, now.statistics, now.chunks, now.link) }
@@ -166,7 +171,7 @@ public final class RecorderService {
 
     /// The server link and discovery the configuration asks for, started, around `recorder`.
     private func connected(_ recorder: Recorder) -> Parts {
-        let link = ServerLinks.forRecording(configuration, recorder: recorder, settings: settingsKeeper, logger: logger)
+        let link = ServerLinks.forRecording(configuration, recorder: recorder, settings: settingsKeeper, clock: clock, logger: logger)
         // No link: finished chunks are announced to no one (not to a link stopped before).
         if link == nil { recorder.onChunkFinished = nil }
         link?.start()
@@ -280,7 +285,7 @@ public final class RecorderService {
             // The last chunks' chunkSaved may still be held behind an upload or unanswered, and
             // the server's autoUpload asks for each chunk right after its announcement: give a
             // connected server a few seconds to take them; what is still out then is logged.
-            Self.whenDone(parts.link, within: Self.stopGraceSeconds) { outstanding in
+            Self.whenDone(parts.link, within: Self.stopGraceSeconds, on: self?.clock ?? MainLoopClock.shared) { outstanding in
                 if outstanding.announcements > 0 {
                     self?.logger.warning("stopping with \(outstanding.announcements) chunkSaved message(s) the server has not confirmed; those chunks are not announced")
                 }
@@ -299,16 +304,16 @@ public final class RecorderService {
 
     /// Calls `done` with what is still outstanding, once nothing is or `seconds`
     /// passed (at once without a connected link).
-    private static func whenDone(_ link: ServerLink?, within seconds: Double,
+    private static func whenDone(_ link: ServerLink?, within seconds: Double, on clock: LoopClock,
                                  _ done: @escaping ((announcements: Int, uploads: Int)) -> Void) {
         func busy(_ o: (announcements: Int, uploads: Int)) -> Bool { o.announcements > 0 || o.uploads > 0 }
         guard let link, case .connected = link.state, busy(link.outstanding) else {
             return done(link?.outstanding ?? (0, 0))
         }
-        let deadline = Date().addingTimeInterval(seconds)
-        MainLoop.every(0.1) {
+        let deadline = clock.now.addingTimeInterval(seconds)
+        clock.every(0.1) {
             let outstanding = link.outstanding
-            guard case .connected = link.state, busy(outstanding), Date() < deadline else {
+            guard case .connected = link.state, busy(outstanding), clock.now < deadline else {
                 done(outstanding)
                 return false
             }

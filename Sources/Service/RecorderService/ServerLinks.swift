@@ -1,4 +1,5 @@
 import Foundation
+import GLibSupport
 import AllSparkProtocol
 import Logging
 import Recorder
@@ -11,7 +12,8 @@ enum ServerLinks {
     /// empty, discovery on) idle until discovery names a server. Nil when
     /// there is no server to talk to. Finished chunks are announced and offered for upload.
     /// The server's clientConfig goes to `settings`, the service's one settings path.
-    static func forRecording(_ config: RecorderConfig, recorder: Recorder, settings: SettingsKeeper, logger: Logger) -> ServerLink? {
+    static func forRecording(_ config: RecorderConfig, recorder: Recorder, settings: SettingsKeeper, clock: LoopClock,
+                             logger: Logger) -> ServerLink? {
         var address: ServerAddress?
         if config.server.host.isEmpty {
             guard config.server.discovery else {
@@ -30,7 +32,7 @@ enum ServerLinks {
         let camera = DeviceName.resolve(config.device, storageDirectory: config.recording.storageDirectory, logger: logger)
         let link = make(config, address: address, control: recorder, announceChunks: config.server.announceChunks,
                         settings: settings,
-                        deviceName: camera, logger: logger)
+                        deviceName: camera, clock: clock, logger: logger)
         // The policy is always logged; with server.enforce_communications_policy radios it forbids are blocked.
         let policy = CommunicationsPolicyEnforcer(enforce: config.server.enforceCommunicationsPolicy, logger: logger) { [weak link] in
             link?.localAddress.flatMap(NetworkMedium.interface(holding:)).flatMap { NetworkMedium.of(interface: $0) }
@@ -44,7 +46,7 @@ enum ServerLinks {
 
     static func make(_ config: RecorderConfig, address: ServerAddress?, control: RecorderControl,
                      announceChunks: Bool, settings: SettingsKeeper?, deviceName: String? = nil,
-                     logger: Logger) -> ServerLink {
+                     clock: LoopClock = MainLoopClock.shared, logger: Logger) -> ServerLink {
         ServerLink(
             address: address,
             deviceName: deviceName
@@ -57,7 +59,7 @@ enum ServerLinks {
                                  acceptAutomaticRequests: config.server.acceptAutoUploads,
                                  fileNames: config.server.fileNames),
             bounds: config.server.bounds,
-            settings: settings)
+            settings: settings, clock: clock)
     }
 }
 

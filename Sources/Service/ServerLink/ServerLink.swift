@@ -109,7 +109,7 @@ public final class ServerLink {
                 announceChunks: Bool = true, uploadOptions: UploadOptions = UploadOptions(),
                 bounds: ServerBounds = ServerBounds(),
                 settings: SettingsKeeper? = nil, logger: Logger = Logger(label: "allspark.server"),
-                connector: LinkConnector = SoupConnector(), clock: LinkClock = MainLoopClock()) {
+                connector: LinkConnector = SoupConnector(), clock: LinkClock = MainLoopClock.shared) {
         self.deviceName = deviceName
         self.announceChunks = announceChunks
         self.settings = settings

@@ -1,5 +1,6 @@
 import AllSparkProtocol
 import Foundation
+@_exported import ClockTesting
 import Logging
 import RecorderCore
 import ServerLink
