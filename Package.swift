@@ -13,7 +13,7 @@ import PackageDescription
 // Sources/Domain    pure Swift
 //   AllSparkProtocol   the wire messages, reply ledger, server addresses, peer text (Foundation only)
 //   Storage            the storage folder, chunk catalog, retention plan and guard, shared pins
-//   RecorderCore       config, TOML, pipeline templates, the chunk timeline, server settings
+//   RecorderCore       config, TOML, pipeline templates, the chunk timeline, the settings path (Settings.swift), RecorderControl
 // Sources/Engine    the media engine
 //   Recorder           pipeline, frame path, chunk sink, recording session, preview tap
 //   FaceBlur           the privacy stage: detection, tracking, camera motion, anonymisation, offline blur
@@ -87,7 +87,7 @@ let package = Package(
 
         // MARK: Domain
 
-        .target(name: "AllSparkProtocol", dependencies: ["Storage"], path: "Sources/Domain/AllSparkProtocol"),
+        .target(name: "AllSparkProtocol", dependencies: [], path: "Sources/Domain/AllSparkProtocol"),
         .target(name: "Storage", dependencies: [logging], path: "Sources/Domain/Storage"),
         .target(name: "RecorderCore", dependencies: ["AllSparkProtocol", "Storage", logging], path: "Sources/Domain/RecorderCore"),
 
@@ -133,12 +133,14 @@ let package = Package(
         // MARK: Test support
 
         .target(name: "RecorderTestSupport",
-                dependencies: ["Recorder", "RecorderCore", "GStreamerSupport", "GLibSupport", "SoupSupport", "FaceBlur"],
+                dependencies: ["Recorder", "RecorderCore", "GStreamerSupport", "GLibSupport", "SoupSupport", "FaceBlur", "ClockTesting", logging],
                 path: "Tests/Support/RecorderTestSupport"),
-        // The server link's testing library: an in-memory channel and connector, and a clock
+        // The service's clock for tests (`TestClock`, a `LoopClock` that moves only when the test moves it).
+        .target(name: "ClockTesting", dependencies: ["GLibSupport"], path: "Tests/Support/ClockTesting"),
+        // The server link's testing library: an in-memory channel and connector on a clock
         // the test moves, so protocol tests run without sockets, video or real waiting.
         .target(name: "ServerLinkTesting",
-                dependencies: ["ServerLink", "AllSparkProtocol", "SoupSupport", "Storage", "RecorderCore", logging],
+                dependencies: ["ServerLink", "ClockTesting", "AllSparkProtocol", "SoupSupport", "Storage", "RecorderCore", logging],
                 path: "Tests/Support/ServerLinkTesting"),
         // A storage folder with the user's files beside it, for the tests that nothing outside it is touched.
         .target(name: "StorageTestSupport", path: "Tests/Support/StorageTestSupport"),
@@ -163,7 +165,7 @@ let package = Package(
                     path: "Tests/Engine/FaceBlurTests"),
         .testTarget(name: "ServerLinkTests",
                     dependencies: ["ServerLink", "ServerLinkTesting", "AllSparkProtocol", "SoupSupport", "Recorder", "Storage",
-                                   "RecorderCore", "RecorderService", "GLibSupport", "RecorderTestSupport", logging],
+                                   "RecorderCore", "GLibSupport", "RecorderTestSupport", logging],
                     path: "Tests/Service/ServerLinkTests"),
         .testTarget(name: "DiscoveryTests",
                     dependencies: ["Discovery", "AllSparkProtocol", "RecorderCore", "GLibSupport", "RecorderTestSupport", logging],

@@ -1,11 +1,12 @@
 import Foundation
-import Storage
 
 // The AllSpark wire protocol as deployed servers speak it (shared/DESIGN.md).
 // Pure value types: parsing is tolerant of what servers add, strict about
 // what the recorder acts on, and never throws past `ServerMessage.parse`.
-// Foundation only: the recorder's own types (chunk records, tuning) are
-// mapped onto these by the server link.
+// Foundation only: the recorder's own types (chunk records, tuning, formats)
+// are mapped onto these by the server link. Values are checked here for their
+// type only; their ranges are the box's, checked with every other source's
+// by RecorderCore's `SettingsRules`.
 
 /// A message from the server, classified.
 public enum ServerMessage: Equatable, Sendable {
@@ -74,6 +75,10 @@ public enum ServerMessage: Equatable, Sendable {
 public struct ClientConfigUpdate: Equatable, Sendable {
     /// The containers a server may ask for (`"none"`, record no video, sets `recordsVideo` instead).
     public enum VideoFormat: String, Sendable { case mp4, mov }
+    /// `audioFormat`: the file beside each chunk.
+    public enum AudioFormat: String, Sendable { case none, wav, m4a }
+    /// `timestampFormat`: the file beside each chunk.
+    public enum TimestampFormat: String, Sendable { case none, txt }
 
     public var videoFormat: VideoFormat?
     /// False for `videoFormat` "none" (record no video), true for a container.
@@ -130,16 +135,14 @@ public struct ClientConfigUpdate: Equatable, Sendable {
                     rejected[key] = "\(shown) is not \"mp4\", \"mov\" or \"none\""
                 }
             case "videoChunkDurationMs":
-                chunkDurationMs = Self.integer(value, in: ConfigLimits.chunkDurationMs)
-                if chunkDurationMs == nil {
-                    rejected[key] = "\(shown) is outside \(ConfigLimits.chunkDurationMs.lowerBound)…\(ConfigLimits.chunkDurationMs.upperBound) ms"
-                }
+                chunkDurationMs = Self.integer(value)
+                if chunkDurationMs == nil { rejected[key] = "\(shown) is not a whole number of milliseconds" }
             case "videoBufferMaxMB":
-                bufferMaxMB = Self.integer(value, in: ConfigLimits.bufferMaxMB)
-                if bufferMaxMB == nil { rejected[key] = "\(shown) is not a size above 0 MB" }
+                bufferMaxMB = Self.integer(value)
+                if bufferMaxMB == nil { rejected[key] = "\(shown) is not a whole number of MB" }
             case "fps":
-                if let n = jsonNumber(value)?.doubleValue, ConfigLimits.framerate.contains(n) { framerate = n } else {
-                    rejected[key] = "\(shown) is not a frame rate within \(ConfigLimits.framerate.lowerBound)…\(ConfigLimits.framerate.upperBound)"
+                if let n = jsonNumber(value)?.doubleValue, n.isFinite { framerate = n } else {
+                    rejected[key] = "\(shown) is not a number"
                 }
             case "audioFormat":
                 if let s = value as? String, let f = AudioFormat(rawValue: s.lowercased()) { audioFormat = f } else {
@@ -164,12 +167,8 @@ public struct ClientConfigUpdate: Equatable, Sendable {
         ignoredKeys.sort()
     }
 
-    /// A JSON number (not a boolean) within `range`, as an integer.
-    private static func integer(_ value: Any, in range: ClosedRange<Int>) -> Int? {
-        guard let n = jsonNumber(value), n.doubleValue.isFinite,
-              n.doubleValue >= Double(range.lowerBound), n.doubleValue <= Double(range.upperBound) else { return nil }
-        return Int(n.doubleValue)
-    }
+    /// A JSON number (not a boolean) that is a whole number an Int holds.
+    private static func integer(_ value: Any) -> Int? { jsonInteger(value) }
 }
 
 /// A JSON number, not a boolean. JSONSerialization hands both out as

@@ -113,12 +113,24 @@ public struct RecorderConfig: Equatable, Sendable {
     /// The file this was loaded from (for messages and SIGHUP reloads).
     public var sourceFile: String
 
-    /// The tunables a server (or SIGHUP) may change on a running recorder.
+    /// The tunables a server, the console or SIGHUP may change on a running recorder; setting it
+    /// sets every one of them (the one place that maps them onto `recording`).
     public var tuning: RecordingTuning {
-        RecordingTuning(videoFormat: recording.videoFormat, chunkDurationMs: recording.chunkDurationMs,
-                        bufferMaxMB: recording.bufferMaxMB, recordsVideo: recording.recordsVideo,
-                        audioFormat: recording.audioFormat, timestampFormat: recording.timestampFormat,
-                        framerate: recording.framerate)
+        get {
+            RecordingTuning(videoFormat: recording.videoFormat, chunkDurationMs: recording.chunkDurationMs,
+                            bufferMaxMB: recording.bufferMaxMB, recordsVideo: recording.recordsVideo,
+                            audioFormat: recording.audioFormat, timestampFormat: recording.timestampFormat,
+                            framerate: recording.framerate)
+        }
+        set {
+            recording.videoFormat = newValue.videoFormat
+            recording.chunkDurationMs = newValue.chunkDurationMs
+            recording.bufferMaxMB = newValue.bufferMaxMB
+            recording.recordsVideo = newValue.recordsVideo
+            recording.audioFormat = newValue.audioFormat
+            recording.timestampFormat = newValue.timestampFormat
+            recording.framerate = newValue.framerate
+        }
     }
 }
 

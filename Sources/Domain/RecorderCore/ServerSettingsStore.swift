@@ -1,27 +1,38 @@
 import Foundation
+import Logging
 import Storage
 
-/// The values the AllSpark server last set with `clientConfig`, kept in
-/// the storage folder (`server-settings.json`) so that a restart without
-/// the server records the way the server asked. The user's config file is
-/// never rewritten: these values are laid over it at start and on SIGHUP.
+/// The recording settings changed while running, by an AllSpark server
+/// (`clientConfig`) or a local user (the console), kept in the storage folder
+/// (`server-settings.json`) so that a restart records the way they were last
+/// set. The user's config file is never rewritten: at start these values are
+/// laid over it (`ServiceSettings`) through `SettingsRules`, with the bounds
+/// of whoever set each one, so what was accepted is what applies again.
+/// Only `SettingsKeeper` writes it (Settings.swift).
 public struct ServerSettingsStore {
-    /// The tuning fields a server can set.
-    public enum Field: String, Codable, CaseIterable, Sendable {
-        case videoFormat, recordsVideo, chunkDuration, bufferMax, framerate, audioFormat, timestampFormat
-        /// What files written before `fields` was kept hold.
-        public static let original: Set<Field> = [.videoFormat, .chunkDuration, .bufferMax]
-    }
+    /// The tuning fields kept here.
+    public typealias Field = SettingsField
 
     public struct Saved: Codable, Equatable {
         public var tuning: RecordingTuning
-        /// The fields a server set (only these are laid over the config: the others stay the
-        /// config's own); nil in files written before it was kept: `Field.original`.
+        /// The fields set while running (only these are laid over the config: the others stay the
+        /// config's own); nil in files written before it was kept: `original`.
         public var fields: Set<Field>?
-        /// Which server set them, and when (epoch s), for the log.
+        /// Of `fields`, those a local user set last (held to the config's hard limits, not to
+        /// `[server]`); nil in files written before: only "the console" marks its own.
+        public var localFields: Set<Field>?
+        /// The config file's values when these were kept: a field whose file value differs now was
+        /// edited in the file since, and the file wins (nil: not known, the kept value wins).
+        public var fileTuning: RecordingTuning?
+        /// Who set them last, and when (epoch s), for the log.
         public var server: String
         public var savedAt: Double
     }
+
+    /// What files written before `fields` was kept hold.
+    public static let original: Set<Field> = [.videoFormat, .chunkDuration, .bufferMax]
+    /// The name the console's changes were kept under before `localFields`.
+    static let legacyConsoleName = "the console"
 
     public static let fileName = StorageLayout.serverSettingsFileName
     private let file: KeptFile<Saved>
@@ -36,40 +47,71 @@ public struct ServerSettingsStore {
     /// config file applies).
     public func load() -> Saved? { file.load() }
 
-    /// Keeps `tuning`; `fields`: what the server set now, added to what it (or another) set before.
-    public func save(_ tuning: RecordingTuning, fields: Set<Field> = Field.original, server: String,
-                     at time: Double = Date().timeIntervalSince1970) throws {
-        let kept = load().map { $0.fields ?? Field.original } ?? []
-        try file.save(Saved(tuning: tuning, fields: fields.union(kept), server: server, savedAt: time))
+    /// Keeps `change` (already checked and applied) as set by `source`, over what was kept before.
+    /// The config file's own values are not kept: a change from the file drops what was kept for
+    /// those fields (the file holds them now).
+    public func keep(_ change: SettingsChange, from source: SettingsSource, now current: RecordingTuning,
+                     fileTuning: RecordingTuning?, at time: Double = Date().timeIntervalSince1970) throws {
+        let before = load()
+        var fields = before.map { $0.fields ?? Self.original } ?? []
+        var local = before.map { Self.localFields(of: $0) } ?? []
+        if let fileTuning, let baseline = before?.fileTuning {
+            // Fields edited in the file since they were kept: the file won at start; they stay the file's.
+            let newer = SettingsChange.difference(from: baseline, to: fileTuning).fields
+            fields.subtract(newer)
+            local.subtract(newer)
+        }
+        switch source {
+        case .configFile:
+            fields.subtract(change.fields)
+            local.subtract(change.fields)
+            // Nothing kept: nothing to write (and no file to make).
+            guard before != nil else { return }
+        case .local:
+            fields.formUnion(change.fields)
+            local.formUnion(change.fields)
+        case .server:
+            fields.formUnion(change.fields)
+            local.subtract(change.fields)
+        }
+        // `current` holds exactly what was applied for the changed fields (the others are not laid over anything).
+        try file.save(Saved(tuning: current, fields: fields, localFields: local, fileTuning: fileTuning ?? before?.fileTuning,
+                            server: source == .configFile ? (before?.server ?? source.setter) : source.setter, savedAt: time))
     }
 
-    /// `config` with the saved server values laid over its tuning; the buffer and chunk length
-    /// within the config's `[server]` bounds (a file written before them may hold any value).
-    /// `clamped` hears of each kept value the bounds changed (for the log).
-    public func applied(to config: RecorderConfig, clamped: (String) -> Void = { _ in }) -> RecorderConfig {
-        guard let saved = load() else { return config }
+    static func localFields(of saved: Saved) -> Set<Field> {
+        saved.localFields ?? (saved.server == legacyConsoleName ? saved.fields ?? original : [])
+    }
+
+    /// The kept changes by who set them (local user, server), each to be checked with that source's
+    /// bounds; fields the file changed since they were kept are left out (the file is newer).
+    public func kept(over fileTuning: RecordingTuning) -> (local: SettingsChange, server: SettingsChange, fileNewer: Set<Field>)? {
+        guard let saved = load() else { return nil }
+        let fields = saved.fields ?? Self.original
+        var fileNewer: Set<Field> = []
+        if let baseline = saved.fileTuning {
+            fileNewer = SettingsChange.difference(from: baseline, to: fileTuning).fields.intersection(fields)
+        }
+        let local = Self.localFields(of: saved).intersection(fields).subtracting(fileNewer)
+        let server = fields.subtracting(local).subtracting(fileNewer)
+        return (SettingsChange(saved.tuning, fields: local), SettingsChange(saved.tuning, fields: server), fileNewer)
+    }
+
+    /// `config` (the file's) with the kept values laid over its tuning through `SettingsRules`, each
+    /// with the bounds of who set it: a server's within the config's `[server]` bounds (a file kept
+    /// before them, or before the bounds were narrowed, may hold any value), a local user's within the
+    /// hard limits. `note` hears of each value not used as kept, and why (for the log).
+    public func applied(to config: RecorderConfig, note: (String) -> Void = { _ in }) -> RecorderConfig {
+        guard let saved = load(), let kept = kept(over: config.tuning) else { return config }
         var config = config
-        var tuning = saved.tuning
-        let bounds = config.server.bounds
-        let buffer = bounds.clampBuffer(tuning.bufferMaxMB), chunk = bounds.clampChunkDuration(tuning.chunkDurationMs)
-        if buffer != tuning.bufferMaxMB {
-            clamped("the kept buffer of \(tuning.bufferMaxMB) MB is outside server.min_buffer_mb \(bounds.minBufferMB) … server.max_buffer_mb \(bounds.maxBufferMB); using \(buffer) MB")
+        for field in kept.fileNewer.sorted(by: { $0.rawValue < $1.rawValue }) {
+            note("\(field.configKey) changed in the config file since \(saved.server) set it: using the file's")
         }
-        if chunk != tuning.chunkDurationMs {
-            clamped("the kept chunk length of \(tuning.chunkDurationMs) ms is outside server.min_chunk_ms \(bounds.minChunkMs) … server.max_chunk_ms \(bounds.maxChunkMs); using \(chunk) ms")
-        }
-        tuning.bufferMaxMB = buffer
-        tuning.chunkDurationMs = chunk
-        for field in saved.fields ?? Field.original {
-            switch field {
-            case .videoFormat: config.recording.videoFormat = tuning.videoFormat
-            case .recordsVideo: config.recording.recordsVideo = tuning.recordsVideo
-            case .chunkDuration: config.recording.chunkDurationMs = tuning.chunkDurationMs
-            case .bufferMax: config.recording.bufferMaxMB = tuning.bufferMaxMB
-            case .framerate: config.recording.framerate = tuning.framerate
-            case .audioFormat: config.recording.audioFormat = tuning.audioFormat
-            case .timestampFormat: config.recording.timestampFormat = tuning.timestampFormat
-            }
+        for (change, source) in [(kept.local, SettingsSource.local(saved.server)), (kept.server, .server(saved.server))] where !change.isEmpty {
+            let checked = SettingsRules.check(change, from: source, bounds: config.server.bounds)
+            for refusal in checked.refused { note("the kept \(refusal); using the file's") }
+            for clamp in checked.clamped { note("the kept \(clamp)") }
+            config.tuning = checked.accepted.applied(to: config.tuning)
         }
         return config
     }

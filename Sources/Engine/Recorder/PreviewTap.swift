@@ -49,7 +49,10 @@ public final class PreviewTap: @unchecked Sendable {
     private var playout: [(time: UInt64, picture: Data)] = []
     /// Which timestamp is shown at which moment (uptime ns), once playing.
     private var anchor: (time: UInt64, uptime: UInt64)?
-    private var playoutTimer: MainLoop.Source?
+    /// Wakes the playout; on the service's clock (what is due is measured in uptime, so a
+    /// virtual clock that runs ahead only shows pictures sooner).
+    private var playoutTimer: LoopTimer?
+    private let clock: LoopClock
     private var made = 0
     /// How long pictures wait before they are shown, so a burst plays out evenly.
     private let playoutDelayNs: UInt64 = 600_000_000
@@ -58,8 +61,10 @@ public final class PreviewTap: @unchecked Sendable {
     /// The last picture made, for stills.
     public private(set) var latest: Data?
 
-    public init(settings: Settings = Settings(), logger: Logger = Logger(label: "allspark.preview")) {
+    public init(settings: Settings = Settings(), clock: LoopClock = MainLoopClock.shared,
+                logger: Logger = Logger(label: "allspark.preview")) {
         self.settings = settings
+        self.clock = clock
         self.logger = logger
         interval = ClockTime(1e9 / settings.framesPerSecond)
     }
@@ -161,7 +166,7 @@ public final class PreviewTap: @unchecked Sendable {
         let due = u &+ (next.time &- t)
         let now = DispatchTime.now().uptimeNanoseconds
         let wait = due > now ? Double(due - now) / 1e9 : 0
-        playoutTimer = MainLoop.after(wait) { [weak self] in
+        playoutTimer = clock.after(wait) { [weak self] in
             guard let self else { return }
             self.playoutTimer = nil
             guard !self.playout.isEmpty else { return }

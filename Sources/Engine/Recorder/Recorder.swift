@@ -52,9 +52,7 @@ public final class Recorder {
     /// The config in force; its recording tunables are `tuning`'s.
     public var config: RecorderConfig {
         var config = baseConfig
-        config.recording.videoFormat = tuning.videoFormat
-        config.recording.chunkDurationMs = tuning.chunkDurationMs
-        config.recording.bufferMaxMB = tuning.bufferMaxMB
+        config.tuning = tuning
         return config
     }
     /// Everything but the recording tunables, which only `tuning` holds
@@ -91,7 +89,10 @@ public final class Recorder {
     private var tuning: RecordingTuning
     /// Serial: the storage repair and the slow steps of stopping a session.
     private let worker = DispatchQueue(label: "allspark.recorder.worker")
-    private var retryTimer: MainLoop.Source?
+    /// The service's clock: the retry backoff only waits, so a test may run it in virtual time.
+    /// (The frame watchdog measures real time and stays on the main loop: RecordingSession.)
+    private let clock: LoopClock
+    private var retryTimer: LoopTimer?
     private var retryDelay = RetryBackoff()
     /// Set by `stop`: no restart or retry may start a pipeline after it.
     private var stopRequested = false
@@ -102,13 +103,14 @@ public final class Recorder {
     /// - Parameter makeProcessor: builds the privacy stage for each pipeline
     ///   run from the current config (a reload may change it); throwing
     ///   refuses to record (fail closed).
-    public init(config: RecorderConfig, logger: Logger = Logger(label: "allspark.recorder"),
+    public init(config: RecorderConfig, logger: Logger = Logger(label: "allspark.recorder"), clock: LoopClock = MainLoopClock.shared,
                 makeProcessor: @escaping (RecorderConfig) throws -> FrameProcessor) throws {
         self.baseConfig = config
         self.logger = logger
+        self.clock = clock
         self.makeProcessor = makeProcessor
         self.tuning = config.tuning
-        preview = PreviewTap(settings: .init(framesPerSecond: config.console.previewFps, maximumWidth: config.console.previewWidth))
+        preview = PreviewTap(settings: .init(framesPerSecond: config.console.previewFps, maximumWidth: config.console.previewWidth), clock: clock)
         GStreamer.initialize()
         catalog = try ChunkCatalog(directory: URL(fileURLWithPath: config.recording.storageDirectory),
                                    logger: Logger(label: "allspark.catalog"))
@@ -240,7 +242,7 @@ public final class Recorder {
         guard !stopRequested else { return }
         let delay = retryDelay.next()
         state = .waitingToRetry(seconds: delay)
-        retryTimer = MainLoop.after(delay) { [weak self] in
+        retryTimer = clock.after(delay) { [weak self] in
             guard let self, case .waitingToRetry = self.state else { return }
             self.startSession()
         }
@@ -433,6 +435,9 @@ public final class Recorder {
         return [config.recording.pipeline, text, vars.joined(separator: "\n"), "\(config.privacy)"].joined(separator: "\n")
     }
 }
+
+/// The link reads and pins chunks through RecorderControl (RecorderCore); settings go through the service's SettingsKeeper.
+extension Recorder: RecorderControl {}
 
 /// Exponential backoff for pipeline restarts: 1 s, 2 s, 4 s … capped at 30 s.
 struct RetryBackoff {

@@ -153,8 +153,15 @@ extension Console {
         return json(200, current, headers: [("ETag", Self.version(of: current))])
     }
 
-    /// Applies changed values through the same retune path as SIGHUP and the
-    /// server's clientConfig; kept across restarts like the server's values.
+    /// The API's name for each setting it changes.
+    static let settingKeys: [(key: String, field: SettingsField)] = [
+        ("video_format", .videoFormat), ("chunk_duration_ms", .chunkDuration), ("buffer_max_mb", .bufferMax),
+    ]
+
+    /// Changes settings through the service's one settings path (`RecorderService.apply`, as SIGHUP
+    /// and the server's clientConfig do): checked like every source (a value outside the config's
+    /// limits is refused with the same reason), applied live, kept for the next start as applied.
+    /// Only JSON types are checked here.
     func patchSettings(_ request: HTTPRequest) -> HTTPResponse {
         let current = settingsAnswer()
         let version = Self.version(of: current)
@@ -168,9 +175,8 @@ extension Console {
         guard let object = (try? JSONSerialization.jsonObject(with: request.body)) as? [String: Any] else {
             return error(400, "bad_request", "expected a JSON object of settings to change")
         }
-        guard let recorder = service.recorder else { return error(503, "not_recording", "the recorder is not running") }
-        var tuning = recorder.currentTuning
-        let bounds = service.configuration.server.bounds
+        guard service.recorder != nil else { return error(503, "not_recording", "the recorder is not running") }
+        var change = SettingsChange()
         for (key, value) in object {
             switch key {
             case "video_format":
@@ -178,32 +184,28 @@ extension Console {
                     return error(422, "invalid_value", "video_format must be one of the allowed values", field: key,
                                  allowed: VideoFormat.allCases.map(\.rawValue))
                 }
-                tuning.videoFormat = format
-            case "chunk_duration_ms":
-                guard let number = jsonInteger(value), ConfigLimits.chunkDurationMs.contains(number) else {
-                    return error(422, "invalid_value", "chunk_duration_ms must be a whole number from \(ConfigLimits.chunkDurationMs.lowerBound) to \(ConfigLimits.chunkDurationMs.upperBound)",
-                                 field: key, allowed: ["\(ConfigLimits.chunkDurationMs.lowerBound)...\(ConfigLimits.chunkDurationMs.upperBound)"])
+                change.videoFormat = format
+            case "chunk_duration_ms", "buffer_max_mb":
+                guard let number = jsonInteger(value) else {
+                    return error(422, "invalid_value", "\(key) must be a whole number", field: key)
                 }
-                tuning.chunkDurationMs = number
-            case "buffer_max_mb":
-                guard let number = jsonInteger(value), (bounds.minBufferMB...bounds.maxBufferMB).contains(number) else {
-                    return error(422, "invalid_value", "buffer_max_mb must be a whole number from \(bounds.minBufferMB) to \(bounds.maxBufferMB) (the box's [server] bounds)",
-                                 field: key, allowed: ["\(bounds.minBufferMB)...\(bounds.maxBufferMB)"])
-                }
-                tuning.bufferMaxMB = number
+                if key == "chunk_duration_ms" { change.chunkDurationMs = number } else { change.bufferMaxMB = number }
             default:
                 return error(422, "unknown_field", "\(loggable(key)) is not a setting", field: loggable(key),
-                             allowed: ["video_format", "chunk_duration_ms", "buffer_max_mb"])
+                             allowed: Self.settingKeys.map(\.key))
             }
         }
-        let changes = recorder.retune(tuning)
-        if !changes.isEmpty {
-            logger.notice("console: settings changed from \(request.remoteAddress): \(changes.joined(separator: ", "))")
-            let store = ServerSettingsStore(storageDirectory: service.configuration.recording.storageDirectory)
-            do { try store.save(tuning, server: "the console") } catch {
-                logger.error("console: cannot keep the new settings for the next start: \(error)")
-            }
+        // All or nothing: a refused value changes nothing, so check before applying.
+        let checked = SettingsRules.check(change, from: .local("the console"), bounds: service.configuration.server.bounds)
+        if let refusal = checked.refused.first {
+            let key = Self.settingKeys.first { $0.field == refusal.field }?.key ?? refusal.field.rawValue
+            return error(422, "invalid_value", refusal.message(key: key), field: key, allowed: refusal.allowed)
         }
+        let outcome = service.apply(change, from: .local("the console from \(request.remoteAddress)"))
+        if !outcome.changes.isEmpty {
+            logger.notice("console: settings changed from \(request.remoteAddress): \(outcome.changes.joined(separator: ", "))")
+        }
+        if let notKept = outcome.notKept { logger.error("console: \(notKept)") }
         return currentSettings()
     }
 

@@ -52,7 +52,7 @@ extension Console {
         return HTTPResponse(status: 200, headers: [("Content-Type", "image/jpeg"), ("Cache-Control", "no-store")],
                             body: .stream { [weak self] stream in
             var token: PreviewTap.Token?
-            var timer: MainLoop.Source?
+            var timer: LoopTimer?
             let done = {
                 timer?.cancel()
                 if let token { preview.stopWatching(token) }
@@ -69,7 +69,7 @@ extension Console {
                 self?.logger.error("console: the preview cannot start: \(error)")
                 return stream.finish()
             }
-            timer = MainLoop.after(5) { done() }
+            timer = self?.service.clock.after(5) { done() }
             stream.onClose = { done() }
         })
     }

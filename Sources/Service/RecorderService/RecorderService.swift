@@ -44,8 +44,30 @@ public final class RecorderService {
     }
 
     public let settings: ServiceSettings
-    /// The config the service started with (the recorder owns the values that change while running).
-    public private(set) var configuration: RecorderConfig
+    /// The config in force. Its recording settings (`tuning`) have one owner: the recorder once
+    /// made (they change while it runs, only through `apply`), `base` before that.
+    public var configuration: RecorderConfig {
+        var config = base
+        if let recorder { config.tuning = recorder.currentTuning }
+        return config
+    }
+    /// The config the service started with and the server the console chose; its `tuning` is
+    /// read only while there is no recorder (see `configuration`).
+    private var base: RecorderConfig
+    /// The config file's own recording settings, as last read (a reload applies what changed in it).
+    private var fileTuning: RecordingTuning
+    /// The one settings path (Settings.swift): the server link's clientConfig, the console, SIGHUP.
+    public private(set) lazy var settingsKeeper = SettingsKeeper(
+        bounds: { [unowned self] in self.base.server.bounds },
+        store: ServerSettingsStore(storageDirectory: base.recording.storageDirectory),
+        current: { [unowned self] in self.configuration.tuning },
+        retune: { [unowned self] tuning in
+            if let recorder = self.recorder { return recorder.retune(tuning) }
+            let changes = SettingsChange.difference(from: self.base.tuning, to: tuning).fields.map { "\($0.configKey) from the start" }
+            self.base.tuning = tuning
+            return changes.sorted()
+        },
+        fileTuning: { [unowned self] in self.fileTuning }, logger: logger)
     public private(set) var state: State = .idle
     /// The service's monitoring numbers (the console's `/metrics`).
     public let metrics = ServiceMetrics()
@@ -60,15 +82,22 @@ public final class RecorderService {
     public var isPairing: Bool { pairing != nil }
     /// Tells systemd how the service is, when it runs as a notify unit.
     private let systemd: SystemdReporter?
+    /// The one clock of the service's timers: the recorder's retries, the preview, the stop's
+    /// grace, the server link, the console. The main loop's unless a test gives a `TestClock`.
+    public let clock: LoopClock
 
     /// Reads the config (with the server's last settings over it); throws
     /// for a config that cannot be used, naming the file and the key.
     /// - Parameter systemd: sd_notify's socket (`SystemdNotifier.fromEnvironment()` under systemd); nil tells no one.
-    public init(settings: ServiceSettings, logger: Logger = Logger(label: "allspark.run"), systemd: SystemdNotifier? = nil) throws {
+    public init(settings: ServiceSettings, logger: Logger = Logger(label: "allspark.run"), systemd: SystemdNotifier? = nil,
+                clock: LoopClock = MainLoopClock.shared) throws {
         self.settings = settings
         self.logger = logger
+        self.clock = clock
         self.systemd = systemd.map { SystemdReporter(notifier: $0, logger: logger) }
-        configuration = try settings.load(logger: logger)
+        let file = try settings.loadFile(logger: logger)
+        fileTuning = file.tuning
+        base = settings.withKeptSettings(file, logger: logger)
     }
 
     public var parts: Parts? {
@@ -92,7 +121,7 @@ public final class RecorderService {
             logger.warning("privacy.face_blur = false: faces are recorded unblurred")
         }
         let metricsFactory = metrics.factory
-        let recorder = try Recorder(config: configuration, makeProcessor: { try PrivacyStage.make(for: $0, metrics: metricsFactory) })
+        let recorder = try Recorder(config: configuration, clock: clock, makeProcessor: { try PrivacyStage.make(for: $0, metrics: metricsFactory) })
         recorder.onStateChange = { [weak self] state in
             guard let self else { return }
             if let now = self.health { self.systemd?.update(now.state, now.statistics, now.chunks, now.link) }
@@ -142,7 +171,7 @@ public final class RecorderService {
 
     /// The server link and discovery the configuration asks for, started, around `recorder`.
     private func connected(_ recorder: Recorder) -> Parts {
-        let link = ServerLinks.forRecording(configuration, recorder: recorder, logger: logger)
+        let link = ServerLinks.forRecording(configuration, recorder: recorder, settings: settingsKeeper, clock: clock, logger: logger)
         // No link: finished chunks are announced to no one (not to a link stopped before).
         if link == nil { recorder.onChunkFinished = nil }
         link?.start()
@@ -150,19 +179,38 @@ public final class RecorderService {
         return Parts(recorder: recorder, link: link, discovery: discovery)
     }
 
-    /// Re-reads the config file: recording settings change at the next
-    /// chunk, a changed pipeline restarts it after the current chunk.
-    /// A file that cannot be used changes nothing (logged).
+    /// Changes recording settings on the running service: the one path for the server's
+    /// clientConfig, the console and SIGHUP (`SettingsKeeper`). Checked for `source` (a server
+    /// within `[server]`, anyone else within the config's hard limits), applied to the recorder
+    /// from the next chunk, and exactly what was applied kept for the next start.
+    @discardableResult
+    public func apply(_ change: SettingsChange, from source: SettingsSource) -> SettingsOutcome {
+        MainLoop.preconditionOnLoop()
+        return settingsKeeper.apply(change, from: source)
+    }
+
+    /// Re-reads the config file: the recording settings that changed in it
+    /// go through `apply` (at the next chunk; what was set while running
+    /// and not changed in the file stays), a changed pipeline restarts it
+    /// after the current chunk. A file that cannot be used changes nothing (logged).
     public func reload() {
         MainLoop.preconditionOnLoop()
         guard case .running(let parts) = state else { return }
         logger.notice("re-reading \(settings.configFile)")
         do {
-            let reloaded = try settings.load(logger: logger)
-            if reloaded.server != configuration.server || reloaded.device != configuration.device {
+            let reloaded = try settings.loadFile(logger: logger)
+            if reloaded.server != base.server || reloaded.device != base.device {
                 logger.warning("[server] and [device] changes take effect at the next start, not now")
             }
-            parts.recorder.reload(reloaded)
+            let changed = SettingsChange.difference(from: fileTuning, to: reloaded.tuning)
+            fileTuning = reloaded.tuning
+            if !changed.isEmpty {
+                let outcome = apply(changed, from: .configFile)
+                for refusal in outcome.refused { logger.error("reload: \(refusal)") }
+            }
+            var next = reloaded
+            next.tuning = parts.recorder.currentTuning
+            parts.recorder.reload(next)
         } catch {
             logger.error("reload refused, keeping the running settings: \(error)")
         }
@@ -199,9 +247,9 @@ public final class RecorderService {
         if !host.isEmpty { stopPairing() }
         parts.discovery?.stop()
         parts.link?.stop()
-        configuration.server.host = host
-        configuration.server.verifyTLS = verifyTLS
-        configuration.server.discovery = discovery
+        base.server.host = host
+        base.server.verifyTLS = verifyTLS
+        base.server.discovery = discovery
         logger.notice("server changed by \(who): \(host.isEmpty ? (discovery ? "no host, using discovery" : "no server") : host), verify_tls = \(verifyTLS), discovery = \(discovery)")
         state = .running(connected(parts.recorder))
         do {
@@ -237,7 +285,7 @@ public final class RecorderService {
             // The last chunks' chunkSaved may still be held behind an upload or unanswered, and
             // the server's autoUpload asks for each chunk right after its announcement: give a
             // connected server a few seconds to take them; what is still out then is logged.
-            Self.whenDone(parts.link, within: Self.stopGraceSeconds) { outstanding in
+            Self.whenDone(parts.link, within: Self.stopGraceSeconds, on: self?.clock ?? MainLoopClock.shared) { outstanding in
                 if outstanding.announcements > 0 {
                     self?.logger.warning("stopping with \(outstanding.announcements) chunkSaved message(s) the server has not confirmed; those chunks are not announced")
                 }
@@ -256,16 +304,16 @@ public final class RecorderService {
 
     /// Calls `done` with what is still outstanding, once nothing is or `seconds`
     /// passed (at once without a connected link).
-    private static func whenDone(_ link: ServerLink?, within seconds: Double,
+    private static func whenDone(_ link: ServerLink?, within seconds: Double, on clock: LoopClock,
                                  _ done: @escaping ((announcements: Int, uploads: Int)) -> Void) {
         func busy(_ o: (announcements: Int, uploads: Int)) -> Bool { o.announcements > 0 || o.uploads > 0 }
         guard let link, case .connected = link.state, busy(link.outstanding) else {
             return done(link?.outstanding ?? (0, 0))
         }
-        let deadline = Date().addingTimeInterval(seconds)
-        MainLoop.every(0.1) {
+        let deadline = clock.now.addingTimeInterval(seconds)
+        clock.every(0.1) {
             let outstanding = link.outstanding
-            guard case .connected = link.state, busy(outstanding), Date() < deadline else {
+            guard case .connected = link.state, busy(outstanding), clock.now < deadline else {
                 done(outstanding)
                 return false
             }

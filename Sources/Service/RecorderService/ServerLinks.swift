@@ -1,18 +1,19 @@
 import Foundation
+import GLibSupport
 import AllSparkProtocol
 import Logging
 import Recorder
 import RecorderCore
 import ServerLink
 
-extension Recorder: RecorderControl {}
-
 /// Server links built from the config, for the service and for the one-off `upload`.
 enum ServerLinks {
     /// The link of a running recorder: to the configured host, or (host
     /// empty, discovery on) idle until discovery names a server. Nil when
     /// there is no server to talk to. Finished chunks are announced and offered for upload.
-    static func forRecording(_ config: RecorderConfig, recorder: Recorder, logger: Logger) -> ServerLink? {
+    /// The server's clientConfig goes to `settings`, the service's one settings path.
+    static func forRecording(_ config: RecorderConfig, recorder: Recorder, settings: SettingsKeeper, clock: LoopClock,
+                             logger: Logger) -> ServerLink? {
         var address: ServerAddress?
         if config.server.host.isEmpty {
             guard config.server.discovery else {
@@ -30,8 +31,8 @@ enum ServerLinks {
         // The camera is the device: chunkSaved names it as clientInfo does (the name the server files uploads by).
         let camera = DeviceName.resolve(config.device, storageDirectory: config.recording.storageDirectory, logger: logger)
         let link = make(config, address: address, control: recorder, announceChunks: config.server.announceChunks,
-                        settingsStore: ServerSettingsStore(storageDirectory: config.recording.storageDirectory),
-                        deviceName: camera, logger: logger)
+                        settings: settings,
+                        deviceName: camera, clock: clock, logger: logger)
         // The policy is always logged; with server.enforce_communications_policy radios it forbids are blocked.
         let policy = CommunicationsPolicyEnforcer(enforce: config.server.enforceCommunicationsPolicy, logger: logger) { [weak link] in
             link?.localAddress.flatMap(NetworkMedium.interface(holding:)).flatMap { NetworkMedium.of(interface: $0) }
@@ -44,8 +45,8 @@ enum ServerLinks {
     }
 
     static func make(_ config: RecorderConfig, address: ServerAddress?, control: RecorderControl,
-                     announceChunks: Bool, settingsStore: ServerSettingsStore?, deviceName: String? = nil,
-                     logger: Logger) -> ServerLink {
+                     announceChunks: Bool, settings: SettingsKeeper?, deviceName: String? = nil,
+                     clock: LoopClock = MainLoopClock.shared, logger: Logger) -> ServerLink {
         ServerLink(
             address: address,
             deviceName: deviceName
@@ -58,12 +59,12 @@ enum ServerLinks {
                                  acceptAutomaticRequests: config.server.acceptAutoUploads,
                                  fileNames: config.server.fileNames),
             bounds: config.server.bounds,
-            settingsStore: settingsStore)
+            settings: settings, clock: clock)
     }
 }
 
 /// The storage folder seen as a recorder that is not recording: uploads read
-/// and pin its chunks; server settings are not applied here (only `run` does).
+/// and pin its chunks; server settings are not applied here (only `run` does: the link gets no settings path).
 final class StoredChunks: RecorderControl {
     let catalog: ChunkCatalog
     let currentTuning: RecordingTuning
@@ -77,8 +78,4 @@ final class StoredChunks: RecorderControl {
 
     var isCapturing: Bool { false }
     func resumeIfWaiting() -> Bool { false }
-    func retune(_ tuning: RecordingTuning) -> [String] {
-        logger.info("the server's clientConfig applies to the running recorder, not to the upload command")
-        return []
-    }
 }

@@ -51,7 +51,7 @@ public struct UploadJob {
             throw Refusal(description: "no chunk in \(config.recording.storageDirectory) overlaps the range")
         }
         let archive = StoredChunks(catalog: catalog, tuning: config.tuning, logger: logger)
-        let link = ServerLinks.make(config, address: address, control: archive, announceChunks: false, settingsStore: nil, logger: logger)
+        let link = ServerLinks.make(config, address: address, control: archive, announceChunks: false, settings: nil, logger: logger)
         var outcome = Outcome(total: chunks.count, received: 0, failed: 0, finished: false, server: address)
         let loop = MainLoop()
         link.onUploadFinished = { _, ok in

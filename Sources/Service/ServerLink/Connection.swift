@@ -33,6 +33,39 @@ import SoupSupport
 ///
 /// Threading: main-loop thread only (see ServerLink.swift).
 final class Connection {
+    /// Where the connection is; each case holds what only it has (a timer, the open session),
+    /// so nothing of a state outlives it.
+    enum Phase {
+        /// Not started, or stopped: nothing runs and nothing is attempted.
+        case stopped
+        /// Started, not connected and not trying: no address, or between dropping a connection and the next step.
+        case idle
+        /// A handshake is under way; `attempt` tells its callback apart from an abandoned attempt's.
+        case connecting(attempt: Int)
+        /// Waiting `reconnectDelay` before the next attempt.
+        case waitingToReconnect(LinkTimer)
+        /// A session is open on a channel and watched for silence.
+        case connected(Live)
+    }
+
+    /// An open connection: its session and what watches it.
+    final class Live {
+        let session: Session
+        let scheme: ServerAddress.Scheme
+        /// The silence watchdog (set right after the connection is made).
+        var watchdog: LinkTimer?
+        var lastHeard: Date
+        /// The channel's `streamedBytes` when the watchdog last looked.
+        var lastStreamed: UInt64
+
+        init(session: Session, scheme: ServerAddress.Scheme, now: Date) {
+            self.session = session
+            self.scheme = scheme
+            lastHeard = now
+            lastStreamed = session.channel.streamedBytes
+        }
+    }
+
     /// The server connected to (or being tried); nil when there is none to use.
     private(set) var address: ServerAddress?
     private let verifyTLS: Bool
@@ -56,31 +89,40 @@ final class Connection {
     private let logger: Logger
 
     weak var uploads: UploadQueue?
-    /// Makes the session for a channel that just connected (the link wires it).
-    var makeSession: ((LinkChannel) -> Session)!
-    /// A session is connected and its state set: introduce the device, start sending.
-    var onOpen: ((Session) -> Void)?
+    /// Makes the session for a channel that just connected and starts it once open (the link).
+    weak var delegate: ConnectionDelegate?
     var stateObservers: [(ServerLink.State) -> Void] = []
     var onConnectAttempt: ((String) -> Void)?
     /// The server's `communicationsPolicy`, each time a `clientConfig` holds one.
     var onCommunicationsPolicy: ((CommunicationsPolicy) -> Void)?
 
+    private var phase: Phase = .stopped {
+        didSet { publishState() }
+    }
     /// The session on the connected channel, if any.
-    private(set) var session: Session?
-    private var reconnectTimer: LinkTimer?
-    private var watchdog: LinkTimer?
-    private var lastHeard: Date
-    /// The channel's `streamedBytes` when the watchdog last looked.
-    private var lastStreamed: UInt64 = 0
-    private var stopped = true
-    /// Increases with every connection attempt, so callbacks of an abandoned attempt are ignored.
-    private var attempt = 0
+    var session: Session? { if case .connected(let live) = phase { return live.session }; return nil }
+    private var isStopped: Bool { if case .stopped = phase { return true }; return false }
+    /// The id of the last connection attempt (`Phase.connecting`).
+    private var attempts = 0
     /// A file is going out: the next upload's metadata must never overtake it. Outlives the
     /// session that sent it: an aborted send still completes (with an error) later.
     var streamingFile = false
 
-    private(set) var state: ServerLink.State = .disconnected {
-        didSet { if state != oldValue { logger.notice("server \(address?.description ?? "(none)"): \(oldValue) → \(state)") } }
+    /// The state the link shows, as last told to the observers.
+    private(set) var state: ServerLink.State = .disconnected
+
+    /// Logs a change of the state the phase shows and tells the observers.
+    private func publishState() {
+        let new: ServerLink.State
+        switch phase {
+        case .stopped, .idle, .waitingToReconnect: new = .disconnected
+        case .connecting: new = .connecting
+        case .connected(let live): new = .connected(live.scheme)
+        }
+        guard new != state else { return }
+        logger.notice("server \(address?.description ?? "(none)"): \(state) → \(new)")
+        state = new
+        for observer in stateObservers { observer(new) }
     }
 
     init(address: ServerAddress?, verifyTLS: Bool, reconnectDelay: Double, keepAliveSeconds: Double,
@@ -93,47 +135,52 @@ final class Connection {
         self.connector = connector
         self.clock = clock
         self.logger = logger
-        lastHeard = clock.now
     }
 
     func start() {
-        stopped = false
+        guard isStopped else { return }
+        phase = .idle
         if let address { connect(address, candidates: address.candidates) }
     }
 
     func stop() {
-        stopped = true
-        reconnectTimer?.cancel()
-        attempt += 1
         drop(code: 1001, reason: "recorder stopping")
-        set(.disconnected)
+        phase = .stopped
     }
 
     /// Moves to another server (nil: none); `forget` runs once the old connection is dropped.
     func switchServer(to newAddress: ServerAddress?, forget: () -> Void) {
         logger.notice("server: switching from \(address?.description ?? "(none)") to \(newAddress?.description ?? "(none)")")
-        reconnectTimer?.cancel()
-        attempt += 1
+        let running = !isStopped
         drop(code: 1001, reason: "switching server")
         address = newAddress
         forget()
-        set(.disconnected)
-        if !stopped, let newAddress { connect(newAddress, candidates: newAddress.candidates) }
+        guard running else { return }
+        if let newAddress { connect(newAddress, candidates: newAddress.candidates) }
     }
 
     /// Something was heard from the server (a message, a pong) or the wire is free again.
-    func heard() { lastHeard = clock.now }
-
-    private func set(_ new: ServerLink.State) {
-        state = new
-        for observer in stateObservers { observer(new) }
+    func heard() {
+        if case .connected(let live) = phase { live.lastHeard = clock.now }
     }
 
-    /// Ends the current connection from this side (callers log why first).
+    /// Ends the current connection, or the attempt or wait in progress, from this side (callers log
+    /// why first), and leaves the connection idle (stopped stays stopped).
     func drop(code: Int, reason: String) {
-        watchdog?.cancel()
-        session?.end(code: code, reason: reason, midFile: streamingFile)
-        session = nil
+        switch phase {
+        case .connected(let live):
+            live.watchdog?.cancel()
+            phase = .idle
+            live.session.end(code: code, reason: reason, midFile: streamingFile)
+        case .waitingToReconnect(let timer):
+            timer.cancel()
+            phase = .idle
+        case .connecting:
+            // Its callback finds the phase changed and is ignored.
+            phase = .idle
+        case .idle, .stopped:
+            break
+        }
         uploads?.connectionLost()
     }
 
@@ -156,14 +203,14 @@ final class Connection {
     }
 
     private func connect(_ address: ServerAddress, candidates: [ServerAddress.Scheme]) {
-        guard !stopped, let scheme = candidates.first else { return }
-        set(.connecting)
-        attempt += 1
-        let thisAttempt = attempt
+        guard !isStopped, let scheme = candidates.first else { return }
+        attempts += 1
+        let thisAttempt = attempts
+        phase = .connecting(attempt: thisAttempt)
         let url = address.url(scheme)
         onConnectAttempt?(url)
         connector.connect(url: url, acceptAnyCertificate: !verifyTLS, deadlineSeconds: handshakeDeadline) { [weak self] result in
-            guard let self, !self.stopped, thisAttempt == self.attempt else { return }
+            guard let self, case .connecting(let current) = self.phase, current == thisAttempt else { return }
             switch result {
             case .success(let channel):
                 self.connected(channel, scheme: scheme)
@@ -187,12 +234,15 @@ final class Connection {
     }
 
     private func connected(_ channel: LinkChannel, scheme: ServerAddress.Scheme) {
-        let session = makeSession(channel)
-        self.session = session
+        guard let delegate else {
+            channel.abort(reason: "the link is gone")
+            phase = .idle
+            return
+        }
+        let session = delegate.makeSession(for: channel, of: self)
+        let live = Live(session: session, scheme: scheme, now: clock.now)
         channel.keepAlive(every: UInt32(max(1, keepAlive.rounded())))
         channel.setMaximumIncomingPayload(UInt64(maximumIncomingBytes))
-        heard()
-        lastStreamed = channel.streamedBytes
         channel.onPong { [weak self, weak session] payload in
             guard let self, let session, session === self.session else { return }
             self.heard()
@@ -200,14 +250,15 @@ final class Connection {
         }
         // libsoup 3.2 keeps pinging a peer that has gone silent and never gives up on it; a TCP
         // connection may take many minutes to notice. The rule is in the comment on this type.
-        watchdog = clock.every(watchdogTick) { [weak self, weak session] in
-            guard let self, let session, session === self.session else { return false }
+        live.watchdog = clock.every(watchdogTick) { [weak self, weak live] in
+            guard let self, let live, case .connected(let current) = self.phase, current === live else { return false }
+            let session = live.session
             let streamed = session.channel.streamedBytes
-            if streamed != self.lastStreamed {
-                self.lastStreamed = streamed
-                self.heard()
+            if streamed != live.lastStreamed {
+                live.lastStreamed = streamed
+                live.lastHeard = self.clock.now
             }
-            let silent = self.clock.now.timeIntervalSince(self.lastHeard)
+            let silent = self.clock.now.timeIntervalSince(live.lastHeard)
             guard silent > self.silenceLimit else { return true }
             let what = self.streamingFile ? "no pong, reply or progress of the file being sent" : "no answer to keep-alive pings"
             self.logger.warning("server \(self.address?.description ?? ""): \(what) for \(Int(silent)) s; the recorder takes the server for gone (a server shutting down stops reading), drops the connection and reconnects")
@@ -227,8 +278,8 @@ final class Connection {
             self.drop(code: 1000, reason: "")
             self.scheduleReconnect()
         })
-        set(.connected(scheme))
-        onOpen?(session)
+        phase = .connected(live)
+        delegate.opened(session)
     }
 
     /// The server ended a connection (or it failed under a file): three times in a row within a second of an upload's
@@ -270,14 +321,22 @@ final class Connection {
     private let maximumIncomingBytes = ServerMessage.maximumTextBytes * 4
 
     private func scheduleReconnect() {
-        guard !stopped else { return }
-        set(.disconnected)
-        reconnectTimer?.cancel()
-        reconnectTimer = clock.after(reconnectDelay) { [weak self] in
-            guard let self, !self.stopped, let address = self.address else { return }
+        guard !isStopped else { return }
+        if case .waitingToReconnect(let timer) = phase { timer.cancel() }
+        let timer = clock.after(reconnectDelay) { [weak self] in
+            guard let self, case .waitingToReconnect = self.phase, let address = self.address else { return }
             self.connect(address, candidates: address.candidates)
         }
+        phase = .waitingToReconnect(timer)
     }
+}
+
+/// What a connection asks of its link (ServerLink).
+protocol ConnectionDelegate: AnyObject {
+    /// The session for a channel that just connected.
+    func makeSession(for channel: LinkChannel, of connection: Connection) -> Session
+    /// The session is open and the state says so: introduce the device, start sending.
+    func opened(_ session: Session)
 }
 
 extension Connection: UploadTransport {

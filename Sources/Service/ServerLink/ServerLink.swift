@@ -19,18 +19,6 @@ import RecorderCore
 //   UploadQueue  an upload from request to the server's confirmed reply
 //   LinkChannel, LinkClock  what the link runs over: libsoup and GLib timers, or ServerLinkTesting's in-memory ones
 
-/// What the server may see and change on the running recorder.
-public protocol RecorderControl: AnyObject {
-    var currentTuning: RecordingTuning { get }
-    @discardableResult func retune(_ tuning: RecordingTuning) -> [String]
-    /// The recorded chunks (uploads read and pin them).
-    var catalog: ChunkCatalog { get }
-    /// True while a pipeline runs, so a chunk is being written now.
-    var isCapturing: Bool { get }
-    /// Restarts capture now if it is waiting to retry; true if it did.
-    @discardableResult func resumeIfWaiting() -> Bool
-}
-
 /// The connection to one AllSpark server: connect (wss first, ws only when
 /// the server does not speak TLS at all), introduce the device, apply and
 /// persist `clientConfig`, announce finished chunks, upload chunks by time
@@ -97,7 +85,8 @@ public final class ServerLink {
     private let announceChunks: Bool
     private let uploadOptions: UploadOptions
     private let bounds: ServerBounds
-    private let settingsStore: ServerSettingsStore?
+    /// Where the server's clientConfig goes: the one settings path (nil: applied nowhere).
+    private let settings: SettingsKeeper?
     private weak var recorder: RecorderControl?
     private let clock: LinkClock
     private let logger: Logger
@@ -119,11 +108,11 @@ public final class ServerLink {
                 recorder: RecorderControl?, keepAliveSeconds: Double = ServerLink.defaultKeepAliveSeconds,
                 announceChunks: Bool = true, uploadOptions: UploadOptions = UploadOptions(),
                 bounds: ServerBounds = ServerBounds(),
-                settingsStore: ServerSettingsStore? = nil, logger: Logger = Logger(label: "allspark.server"),
-                connector: LinkConnector = SoupConnector(), clock: LinkClock = MainLoopClock()) {
+                settings: SettingsKeeper? = nil, logger: Logger = Logger(label: "allspark.server"),
+                connector: LinkConnector = SoupConnector(), clock: LinkClock = MainLoopClock.shared) {
         self.deviceName = deviceName
         self.announceChunks = announceChunks
-        self.settingsStore = settingsStore
+        self.settings = settings
         self.recorder = recorder
         self.logger = logger
         self.uploadOptions = uploadOptions
@@ -139,14 +128,7 @@ public final class ServerLink {
         }
         uploads?.transport = connection
         connection.uploads = uploads
-        connection.makeSession = { [unowned self] channel in
-            Session(channel: channel, connection: connection, uploads: uploads, announcements: announcements,
-                    options: uploadOptions, clock: clock, logger: logger, context: { [unowned self] in commandContext })
-        }
-        connection.onOpen = { [unowned self] session in
-            session.introduce(as: deviceName)
-            uploads?.pump()
-        }
+        connection.delegate = self
         if uploadOptions.fileNames == .seconds {
             logger.notice("server.file_names = \"seconds\": files are uploaded as <name>_<epoch s> for servers before 0.5 (the files on disk keep their millisecond names)")
         }
@@ -228,9 +210,21 @@ public final class ServerLink {
 
     /// What a command may touch, as things are now.
     private var commandContext: CommandContext {
-        CommandContext(recorder: recorder, uploads: uploads, bounds: bounds, settingsStore: settingsStore,
+        CommandContext(recorder: recorder, uploads: uploads, bounds: bounds, settings: settings,
                        acceptAutomaticUploads: uploadOptions.acceptAutomaticRequests,
                        server: address?.description ?? "", clock: clock, logger: logger)
+    }
+}
+
+extension ServerLink: ConnectionDelegate {
+    func makeSession(for channel: LinkChannel, of connection: Connection) -> Session {
+        Session(channel: channel, connection: connection, uploads: uploads, announcements: announcements,
+                options: uploadOptions, clock: clock, logger: logger, context: { [unowned self] in commandContext })
+    }
+
+    func opened(_ session: Session) {
+        session.introduce(as: deviceName)
+        uploads?.pump()
     }
 }
 

@@ -1,5 +1,4 @@
 import XCTest
-import Storage
 @testable import AllSparkProtocol
 
 final class ServerAddressTests: XCTestCase {
@@ -51,14 +50,17 @@ final class ServerAddressTests: XCTestCase {
 final class MessageTests: XCTestCase {
     func parse(_ text: String) -> ServerMessage? { try? ServerMessage.parse(text).get() }
 
+    /// Types are the protocol's to check; ranges are the box's (RecorderCore's `SettingsRules`, the same for every source).
     func testClientConfigAcceptsValidFieldsIgnoresUnknownAndRejectsBadOnes() throws {
         guard case .clientConfig(let update)? = parse("""
-            {"type":"clientConfig","config":{"videoFormat":"mov","videoChunkDurationMs":10000,"videoBufferMaxMB":-3,"communicationsPolicy":"x"}}
+            {"type":"clientConfig","config":{"videoFormat":"mov","videoChunkDurationMs":10000,"videoBufferMaxMB":2.5,"communicationsPolicy":"x"}}
             """) else { return XCTFail("not a clientConfig") }
         XCTAssertEqual(update.videoFormat, .mov)
         XCTAssertEqual(update.chunkDurationMs, 10000)
         XCTAssertNil(update.bufferMaxMB)
-        XCTAssertNotNil(update.rejected["videoBufferMaxMB"])
+        XCTAssertNotNil(update.rejected["videoBufferMaxMB"], "not a whole number")
+        guard case .clientConfig(let negative)? = parse(#"{"type":"clientConfig","config":{"videoBufferMaxMB":-3}}"#) else { return XCTFail() }
+        XCTAssertEqual(negative.bufferMaxMB, -3, "a whole number: the box's rules refuse it, with every source's words")
         XCTAssertEqual(update.ignoredKeys, [], "communicationsPolicy is the link's policy's to read, not an ignored key")
 
         guard case .clientConfig(let bad)? = parse(#"{"type":"clientConfig","config":{"videoFormat":"avi","videoChunkDurationMs":true,"videoBufferMaxMB":"big"}}"#)
@@ -93,11 +95,11 @@ final class MessageTests: XCTestCase {
         else { return XCTFail() }
         XCTAssertEqual(video.videoFormat, .mp4)
         XCTAssertEqual(video.recordsVideo, true)
-        XCTAssertEqual(video.audioFormat, AudioFormat.none)
-        XCTAssertEqual(video.timestampFormat, TimestampFormat.none)
+        XCTAssertEqual(video.audioFormat, ClientConfigUpdate.AudioFormat.none)
+        XCTAssertEqual(video.timestampFormat, ClientConfigUpdate.TimestampFormat.none)
 
         guard case .clientConfig(let bad)? = parse("""
-            {"type":"clientConfig","config":{"fps":0,"audioFormat":"mp3","timestampFormat":true,"poseFormat":"xml","depthFormat":5}}
+            {"type":"clientConfig","config":{"fps":"30","audioFormat":"mp3","timestampFormat":true,"poseFormat":"xml","depthFormat":5}}
             """) else { return XCTFail() }
         XCTAssertEqual(Set(bad.rejected.keys), ["fps", "audioFormat", "timestampFormat", "poseFormat", "depthFormat"])
         XCTAssertFalse(bad.changesTuning, "nothing bad is kept")

@@ -9,7 +9,8 @@ final class ServerSettingsStoreTests: XCTestCase {
         XCTAssertNil(store.load())
         let tuning = RecordingTuning(videoFormat: .mov, chunkDurationMs: 10_000, bufferMaxMB: 42)
         try store.save(tuning, server: "ws://127.0.0.1:1", at: 5)
-        XCTAssertEqual(store.load(), .init(tuning: tuning, fields: ServerSettingsStore.Field.original, server: "ws://127.0.0.1:1", savedAt: 5))
+        XCTAssertEqual(store.load(), .init(tuning: tuning, fields: ServerSettingsStore.original, localFields: [], fileTuning: nil,
+                                           server: "ws://127.0.0.1:1", savedAt: 5))
         try Data("{ half a fi".utf8).write(to: store.url)
         XCTAssertNil(store.load(), "a damaged file is ignored, not fatal")
     }

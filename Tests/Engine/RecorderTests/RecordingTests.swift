@@ -208,19 +208,20 @@ final class RecordingTests: XCTestCase {
         let storage = TemporaryDirectory()
         let inputs = TemporaryDirectory()
         let input = inputs.file("camera.mp4")
-        let recorder = try makeRecorder(storage, extra: ["recording.pipeline=\(repoPath("pipelines/file.pipeline"))",
-                                                         "pipeline.vars.input=\(input.path)"])
+        // The backoff between retries only waits: in virtual time, so the test waits for the source alone.
+        let clock = TestClock()
+        let config = try testConfig(storage: storage.path, extra: ["recording.pipeline=\(repoPath("pipelines/file.pipeline"))",
+                                                                   "pipeline.vars.input=\(input.path)"])
+        let recorder = try Recorder(config: config, clock: clock, makeProcessor: { _ in PassThroughProcessor() })
         try recorder.start()   // the file is missing: the recorder keeps retrying
-        var stateWhileMissing = Recorder.State.stopped
-        runMainLoop(seconds: 9, actions: [
-            (at: 2.0, run: { stateWhileMissing = recorder.state }),
-            (at: 2.5, run: {
-                // The "camera" comes back: a 2 s clip.
-                _ = try? runTool("gst-launch-1.0", ["-q", "videotestsrc", "num-buffers=60", "!", "video/x-raw,width=320,height=240,framerate=30/1",
-                                                    "!", "x264enc", "!", "mp4mux", "!", "filesink", "location=\(input.path)"])
-            }),
-        ])
-        if case .waitingToRetry = stateWhileMissing {} else { XCTFail("expected to wait for the source, was \(stateWhileMissing)") }
+        var retries = 0
+        recorder.onStateChange = { if case .waitingToRetry = $0 { retries += 1 } }
+        XCTAssertTrue(waitOnMainLoop(10, skipping: clock) { retries >= 2 }, "waits for the source and tries again: \(recorder.state)")
+        if case .waitingToRetry = recorder.state {} else { XCTFail("expected to wait for the source, was \(recorder.state)") }
+        // The "camera" comes back: a 2 s clip.
+        _ = try runTool("gst-launch-1.0", ["-q", "videotestsrc", "num-buffers=60", "!", "video/x-raw,width=320,height=240,framerate=30/1",
+                                           "!", "x264enc", "!", "mp4mux", "!", "filesink", "location=\(input.path)"])
+        XCTAssertTrue(waitOnMainLoop(20, skipping: clock) { !recorder.catalog.all.isEmpty }, "recording resumed once the source was back")
         XCTAssertTrue(stopAndWait(recorder))
         let chunks = recorder.catalog.all
         XCTAssertGreaterThanOrEqual(chunks.count, 1, "recording resumed once the source was back")

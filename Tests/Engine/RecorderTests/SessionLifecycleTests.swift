@@ -56,17 +56,22 @@ final class SessionLifecycleTests: XCTestCase {
             let config = try testConfig(storage: storage.path, extra: [
                 "recording.pipeline=\(repoPath(pipeline))", "pipeline.vars.input=\(storage.file("missing.mp4").path)"])
             let made = NSMutableArray()
-            let recorder = try Recorder(config: config, makeProcessor: { _ in
+            // The retries only wait (1 s, 2 s …): in virtual time.
+            let clock = TestClock()
+            let recorder = try Recorder(config: config, clock: clock, makeProcessor: { _ in
                 let processor = RecordingProcessor()
                 made.add(processor)
                 return processor
             })
             try recorder.start()
-            runMainLoop(seconds: 3.5)
+            let missing = pipeline.hasSuffix("file.pipeline")
+            XCTAssertTrue(waitOnMainLoop(10, skipping: clock) {
+                missing ? made.count >= 3 : !recorder.catalog.all.isEmpty
+            }, "\(pipeline): two failed starts, or a chunk")
             XCTAssertTrue(stopAndWait(recorder))
             let processors = made.compactMap { $0 as? RecordingProcessor }
             // Checked at start, then one run, or (the file missing) at least two failed starts.
-            XCTAssertGreaterThanOrEqual(processors.count, pipeline.hasSuffix("file.pipeline") ? 3 : 2, "\(pipeline)")
+            XCTAssertGreaterThanOrEqual(processors.count, missing ? 3 : 2, "\(pipeline)")
             XCTAssertTrue(processors.allSatisfy { $0.closes.count == 1 }, "\(pipeline): each closed once: \(processors.map(\.closes))")
             XCTAssertFalse(processors.dropFirst().flatMap { $0.closes + $0.drains }.contains(true),
                            "\(pipeline): a session's drain and close run on the worker")

@@ -186,6 +186,21 @@ final class ConsoleTests: XCTestCase {
                        "kept for the next start")
     }
 
+    /// Issue 23: a value the console accepts is the value in effect after a restart. The console
+    /// took 1500 ms (within the config's 1000 … 3600000 ms), but the saved value came back clamped
+    /// to `server.min_chunk_ms` (2000 ms) at the next start.
+    func testAChunkLengthTheConsoleAcceptsIsTheOneInEffectAfterARestart() throws {
+        let auth = ["-u", "admin:\(password)"]
+        let etag = try XCTUnwrap(try request("/api/v1/settings", auth).headers["etag"])
+        let changed = try request("/api/v1/settings", ["-X", "PATCH", "-H", "Content-Type: application/json", "-H", "If-Match: \(etag)",
+                                                       "--data", #"{"chunk_duration_ms":1500}"#] + auth)
+        XCTAssertEqual(changed.status, 200, changed.text)
+        XCTAssertEqual(changed.json()["chunk_duration_ms"] as? Int, 1500)
+        XCTAssertEqual(service.recorder?.currentTuning.chunkDurationMs, 1500, "in effect now")
+        let next = try ServiceSettings(configFile: fixture.configFile).load(logger: .init(label: "test"))
+        XCTAssertEqual(next.recording.chunkDurationMs, 1500, "in effect after a restart")
+    }
+
     func testServerIsChangedOnlyWithTheTokenToAnAddressAndKeptForTheNextStart() throws {
         let session = try login()
         let cookie = ["-H", "Cookie: \(session.cookie)"], token = ["-H", "X-CSRF-Token: \(session.csrf)"]

@@ -114,6 +114,30 @@ final class RecorderServiceTests: XCTestCase {
         XCTAssertEqual(service.recorder?.currentTuning.chunkDurationMs, 3000, "the server's chunk length")
     }
 
+    /// A stop gives a connected server a grace (5 s) to take the uploads it asked for, then says
+    /// what is still out. The grace runs on the service's clock: in virtual time here, so the
+    /// test waits for the recording and the stop, not for the grace.
+    func testAStopGivesAServerThatNeverAnswersItsGraceThenSaysWhatIsOut() throws {
+        let server = try AllSparkTestServer()
+        server.misbehaviour = [.neverAnswerFiles]   // with autoUpload: every chunk is asked for and never confirmed
+        let folder = TemporaryDirectory()
+        let clock = TestClock()
+        let log = LogCapture()
+        let configFile = try writeConfig(folder, storage: folder.file("recordings").path, server: "ws://\(server.address)", chunkMs: 1000)
+        let service = try RecorderService(settings: ServiceSettings(configFile: configFile), logger: log.logger, clock: clock)
+        try service.start()
+        // The link's watchdog is on this clock too: it stands still while the test waits for real things.
+        XCTAssertTrue(waitOnMainLoop(15) { (service.link?.outstanding.uploads ?? 0) > 0 }, "an upload the server never confirms")
+        var stopped = false
+        service.stop(reason: "test") { stopped = true }
+        XCTAssertTrue(waitOnMainLoop(20) { service.recorder?.state == .stopped }, "the last chunk finished")
+        let graceBegan = clock.now
+        XCTAssertTrue(waitOnMainLoop(10, skipping: clock) { stopped }, "stopped after the grace")
+        XCTAssertGreaterThanOrEqual(clock.now.timeIntervalSince(graceBegan), 4.9, "the whole grace was given")
+        XCTAssertTrue(log.contains("upload(s) not done; the server must ask for them again"), log.text)
+        XCTAssertFalse(log.contains("takes the server for gone"), "the server was not dropped, it was waited for")
+    }
+
     func testAnUnusableConfigOrPipelineLeavesNothingRunning() throws {
         let folder = TemporaryDirectory()
         let broken = folder.file("broken.toml")

@@ -1,4 +1,5 @@
 import XCTest
+import RecorderTestSupport
 import AllSparkProtocol
 import RecorderCore
 import ServerLinkTesting
@@ -25,6 +26,26 @@ final class ConnectionTests: XCTestCase {
         XCTAssertEqual(server.clientNames, ["Door (x86)", "Door (x86)"], "introduced itself again")
         XCTAssertEqual(states, [.connecting, .connected(.ws), .disconnected, .connecting, .connected(.ws)])
         link.stop()
+    }
+
+    /// The connection's state is one value carrying what it holds (issue 23 item 5): observers hear
+    /// each change once, a second start makes no second attempt, a second stop tells no one anything.
+    func testObserversHearEachChangeOnceAndAStartOrStopTooManyChangesNothing() {
+        let server = InMemoryAllSparkServer()
+        let link = server.makeLink(recorder: nil, reconnectDelay: 5)
+        var states: [ServerLink.State] = []
+        link.onStateChange { states.append($0) }
+        link.start()
+        link.start()
+        server.clock.run()
+        XCTAssertEqual(server.attempts.count, 1, "one attempt")
+        XCTAssertEqual(server.clientNames.count, 1, "one connection")
+        link.stop()
+        link.stop()
+        server.clock.advance(by: 10)
+        XCTAssertEqual(states, [.connecting, .connected(.ws), .disconnected])
+        XCTAssertEqual(server.attempts.count, 1, "no reconnect after a stop")
+        XCTAssertEqual(server.clock.pendingTimers, 0, "nothing of the connection is left running")
     }
 
     func testAHandshakeThatNeverCompletesIsGivenUpAtTheDeadline() {
@@ -150,8 +171,10 @@ final class ClientConfigCommandTests: XCTestCase {
         guard case .clientConfig(let update) = try ServerMessage.parse("""
             {"type":"clientConfig","config":{"videoFormat":"mov","videoChunkDurationMs":10000,"videoBufferMaxMB":-3}}
             """).get() else { return XCTFail("not a clientConfig") }
-        XCTAssertEqual(update.applied(to: RecordingTuning(videoFormat: .mp4, chunkDurationMs: 30000, bufferMaxMB: 100)),
+        let checked = SettingsRules.check(update.settingsChange, from: .server("s"), bounds: ServerBounds(minBufferMB: 1, maxBufferMB: 200))
+        XCTAssertEqual(checked.accepted.applied(to: RecordingTuning(videoFormat: .mp4, chunkDurationMs: 30000, bufferMaxMB: 100)),
                        RecordingTuning(videoFormat: .mov, chunkDurationMs: 10000, bufferMaxMB: 100))
+        XCTAssertEqual(checked.refused.map(\.field), [.bufferMax], "-3 MB: refused by the box's rules")
         guard case .clientConfig(let bad) = try ServerMessage.parse(
             #"{"type":"clientConfig","config":{"videoFormat":"avi","videoChunkDurationMs":true,"videoBufferMaxMB":"big"}}"#).get()
         else { return XCTFail("not a clientConfig") }

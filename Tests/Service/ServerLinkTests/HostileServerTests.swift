@@ -242,37 +242,6 @@ final class HostileServerTests: XCTestCase {
     }
 }
 
-/// Every log line a link writes, as its handler received it (one line per message).
-final class LogCapture {
-    private let lock = NSLock()
-    private var stored: [String] = []
-    private(set) var logger: Logger!
-
-    init() {
-        logger = Logger(label: "allspark.server") { [unowned self] _ in Handler(capture: self) }
-        logger.logLevel = .trace
-    }
-
-    fileprivate func append(_ line: String) { lock.withLock { stored.append(line) } }
-    var lines: [String] { lock.withLock { stored } }
-    var text: String { lines.joined(separator: "\n") }
-    func contains(_ fragment: String) -> Bool { lines.contains { $0.contains(fragment) } }
-
-    struct Handler: LogHandler {
-        let capture: LogCapture
-        var metadata: Logger.Metadata = [:]
-        var logLevel: Logger.Level = .trace
-        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-            get { metadata[key] }
-            set { metadata[key] = newValue }
-        }
-        func log(level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String,
-                 file: String, function: String, line: UInt) {
-            capture.append("\(level) \(message)")
-        }
-    }
-}
-
 /// A raw TCP peer on loopback, written in Python; its first output line is its port.
 final class PythonPeer {
     let process = Process()

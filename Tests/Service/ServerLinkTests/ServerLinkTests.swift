@@ -8,7 +8,7 @@ import ServerLinkTesting
 import SoupSupport
 @testable import Recorder
 @testable import ServerLink
-import RecorderService // Recorder: RecorderControl
+
 
 
 
@@ -37,13 +37,17 @@ final class ServerLinkTests: XCTestCase {
     }
 
     func makeLink(_ address: String, recorder: Recorder?, verifyTLS: Bool = true, announce: Bool = true,
+                  keepAliveSeconds: Double = ServerLink.defaultKeepAliveSeconds,
                   upload: ServerLink.UploadOptions = .init(attempts: 3, retryDelay: 0.2),
                   bounds: ServerBounds = ServerBounds(minBufferMB: 100, maxBufferMB: 200),
                   store: ServerSettingsStore? = nil, logger: Logger = Logger(label: "allspark.server")) throws -> ServerLink {
         let link = ServerLink(address: try ServerAddress(parsing: address), deviceName: "Door (x86)",
-                              verifyTLS: verifyTLS, reconnectDelay: 0.3, recorder: recorder,
+                              verifyTLS: verifyTLS, reconnectDelay: 0.3, recorder: recorder, keepAliveSeconds: keepAliveSeconds,
                               announceChunks: announce, uploadOptions: upload, bounds: bounds,
-                              settingsStore: store, logger: logger)
+                              settings: recorder.map { recorder in
+                                  SettingsKeeper(bounds: { bounds }, store: store, current: { recorder.currentTuning },
+                                                 retune: { recorder.retune($0) }, logger: logger)
+                              }, logger: logger)
         recorder?.onChunkFinished = { [weak link] chunk in
             link?.chunkFinished(chunk.record, fps: chunk.framesPerSecond, width: chunk.width, height: chunk.height, camera: "test")
         }
@@ -337,25 +341,26 @@ final class ServerLinkTests: XCTestCase {
 
     /// A server after SIGTERM stops reading (no pongs, no replies, no close frame; the proxy in
     /// front of the real test server does exactly that) while the recorder goes on finishing
-    /// chunks. The link drops it within 15 s, and every chunk whose chunkSaved got no reply
-    /// (sent into the deaf connection, or finished while disconnected) reaches the server that
-    /// replaces it, oldest first.
-    func testADeafServerIsDroppedWithin15sAndItsReplacementHearsOfEveryChunkFinishedMeanwhile() throws {
+    /// chunks. The link drops it after three silent ping intervals, and every chunk whose
+    /// chunkSaved got no reply (sent into the deaf connection, or finished while disconnected)
+    /// reaches the server that replaces it, oldest first. Pings every 2 s here, not 4: the 15 s
+    /// of the default is ConnectionTests' (virtual time); this shows it over libsoup and a socket.
+    func testADeafServerIsDroppedAfterThreeSilentPingsAndItsReplacementHearsOfEveryChunkFinishedMeanwhile() throws {
         let first = try AllSparkTestServer()
         let proxy = try DeafServerProxy(upstreamPort: first.port)
         defer { proxy.stop() }
         let storage = TemporaryDirectory()
         let recorder = try makeRecorder(storage)
         try recorder.start()
-        let link = try makeLink("ws://\(proxy.address)", recorder: recorder)
+        let link = try makeLink("ws://\(proxy.address)", recorder: recorder, keepAliveSeconds: 2)
         var drops = 0
         link.onStateChange { if $0 == .disconnected { drops += 1 } }
         link.start()
         XCTAssertTrue(waitOnMainLoop(10) { first.texts.contains { $0.contains("chunkSaved") } })
         proxy.goDeaf()
         let deafAt = Date().timeIntervalSince1970
-        // 15 s is the functional bound; one more second for a loaded test machine.
-        XCTAssertTrue(waitOnMainLoop(16) { drops > 0 }, "a deaf server is dropped within 15 s")
+        // 3 × 2 s is the functional bound; two more seconds for a loaded test machine.
+        XCTAssertTrue(waitOnMainLoop(8) { drops > 0 }, "a deaf server is dropped within three ping intervals")
         let second = try AllSparkTestServer()
         proxy.replace(with: second.port)
 
@@ -389,8 +394,8 @@ final class ServerLinkTests: XCTestCase {
     /// The same deaf server, but it stops reading in the middle of a file: the pings wait behind
     /// the file's frame, so the file's progress is the sign of life, and it stops once the socket
     /// buffers are full. The upload in flight must not hide the dead server; the file then goes
-    /// to the replacement, whole.
-    func testADeafServerIsDroppedWithin15sWhileAFileIsGoingOutToIt() throws {
+    /// to the replacement, whole. (Pings every 2 s, as above.)
+    func testADeafServerIsDroppedAfterThreeSilentPingsWhileAFileIsGoingOutToIt() throws {
         let first = try AllSparkTestServer()
         let proxy = try DeafServerProxy(upstreamPort: first.port)
         defer { proxy.stop() }
@@ -400,7 +405,7 @@ final class ServerLinkTests: XCTestCase {
         let chunk = try stored.add(start: Date().timeIntervalSince1970 - 60, seconds: 10, contents: contents)
         let log = LogCapture()
         let link = ServerLink(address: try ServerAddress(parsing: "ws://\(proxy.address)"), deviceName: "Door (x86)",
-                              verifyTLS: true, reconnectDelay: 0.3, recorder: stored, announceChunks: false,
+                              verifyTLS: true, reconnectDelay: 0.3, recorder: stored, keepAliveSeconds: 2, announceChunks: false,
                               uploadOptions: .init(attempts: 3, retryDelay: 0.2), logger: log.logger)
         var drops = 0
         link.onStateChange { if $0 == .disconnected { drops += 1 } }
@@ -409,8 +414,8 @@ final class ServerLinkTests: XCTestCase {
         // The metadata and the first 4 MB of the file reach the server; then it reads no more.
         proxy.goDeaf(afterClientBytes: 4_000_000)
         first.connections[0].send(text: #"{"command":"uploadTimeRange","startTime":\#(chunk.start),"endTime":\#(chunk.end)}"#)
-        // 15 s is the functional bound; one more second for a loaded test machine.
-        XCTAssertTrue(waitOnMainLoop(16) { drops > 0 }, "a server deaf in the middle of a file is dropped within 15 s: \(log.text)")
+        // 3 × 2 s is the functional bound; two more seconds for a loaded test machine.
+        XCTAssertTrue(waitOnMainLoop(8) { drops > 0 }, "a server deaf in the middle of a file is dropped within three ping intervals: \(log.text)")
         XCTAssertTrue(log.contains("no pong, reply or progress of the file being sent"), log.text)
         XCTAssertTrue(first.uploads.isEmpty, "the deaf server never got the whole file")
 

@@ -1,4 +1,5 @@
 import XCTest
+import RecorderTestSupport
 import AllSparkProtocol
 import RecorderCore
 import ServerLinkTesting

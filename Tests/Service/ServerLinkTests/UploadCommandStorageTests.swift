@@ -28,7 +28,9 @@ final class UploadCommandStorageTests: XCTestCase {
     func upload(_ storage: URL, to server: AllSparkTestServer) throws -> (status: Int32, output: String) {
         try runWhileServing(recorderExecutable, ["upload", "--config", repoPath("config/demo.toml"),
                                                  "--set", "recording.storage_dir=\(storage.path)",
-                                                 "--set", "server.host=\(server.address)",
+                                                 // ws:// at once: without a scheme wss is tried first, and a plain server
+                                                 // leaves a TLS hello unanswered until the 5 s handshake deadline.
+                                                 "--set", "server.host=ws://\(server.address)",
                                                  "--from", "\(t0 / 1000 - 60)", "--to", "\(t0 / 1000 + 60)",
                                                  "--timeout", "20"], timeout: 40)
     }
@@ -106,7 +108,7 @@ final class UploadCommandStorageTests: XCTestCase {
         let upload = Process()
         upload.executableURL = URL(fileURLWithPath: recorderExecutable)
         upload.arguments = ["upload", "--config", repoPath("config/demo.toml"),
-                            "--set", "recording.storage_dir=\(storage.path)", "--set", "server.host=\(server.address)",
+                            "--set", "recording.storage_dir=\(storage.path)", "--set", "server.host=ws://\(server.address)",
                             "--from", "\(t0 / 1000 - 60)", "--to", "\(t0 / 1000 + 60)", "--timeout", "60"]
         let scratch = TemporaryDirectory()
         let log = scratch.file("upload.log")

@@ -1,4 +1,5 @@
 import Foundation
+@_exported import ClockTesting
 import GLibSupport
 import GStreamerSupport
 import Recorder
@@ -129,6 +130,26 @@ public func waitOnMainLoop(_ seconds: Double, until condition: @escaping () -> B
     let poll = MainLoop.every(0.05) { if condition() { loop.quit(); return false }; return true }
     loop.run(forAtMost: seconds)
     poll.cancel()
+    return condition()
+}
+
+/// Runs the main loop until `condition` holds or `seconds` of real time pass, with the parts under
+/// test on `clock`: whenever the loop has nothing ready (no bus message, no posted work), the clock
+/// jumps to its next timer. So a retry backoff or a grace period costs no real time, while frames,
+/// files and sockets go at their own pace. Only for parts whose timers only wait: one that measures
+/// real silence (a keep-alive watchdog) would fire early.
+@discardableResult
+public func waitOnMainLoop(_ seconds: Double, skipping clock: TestClock, until condition: () -> Bool) -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    clock.run()
+    while !condition(), Date() < deadline {
+        if MainLoop.iterate(mayBlock: false) { continue }
+        if clock.advanceToNextTimer() { continue }
+        // Nothing ready and no virtual timer: wait for the next real event, at most 50 ms.
+        let wake = MainLoop.after(0.05) {}
+        MainLoop.iterate(mayBlock: true)
+        wake.cancel()
+    }
     return condition()
 }
 

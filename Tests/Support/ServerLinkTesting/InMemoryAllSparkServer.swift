@@ -1,5 +1,6 @@
 import AllSparkProtocol
 import Foundation
+@_exported import ClockTesting
 import Logging
 import RecorderCore
 import ServerLink
@@ -154,7 +155,8 @@ public final class InMemoryAllSparkServer: LinkConnector, InMemoryPeer {
 }
 
 extension InMemoryAllSparkServer {
-    /// A link to this server over the in-memory channel, on this server's clock.
+    /// A link to this server over the in-memory channel, on this server's clock. A `StoredChunks`
+    /// recorder takes the server's clientConfig through a `SettingsKeeper` of its own (`store`: kept there).
     public func makeLink(recorder: RecorderControl?, deviceName: String = "Door (x86)", reconnectDelay: Double = 0.3,
                          keepAliveSeconds: Double = 15, announce: Bool = true,
                          upload: ServerLink.UploadOptions = .init(attempts: 3, retryDelay: 0.2),
@@ -162,7 +164,8 @@ extension InMemoryAllSparkServer {
                          store: ServerSettingsStore? = nil, logger: Logger = Logger(label: "allspark.server")) -> ServerLink {
         ServerLink(address: ServerAddress(host: "allspark.test", port: 9080, explicitScheme: .ws), deviceName: deviceName,
                    verifyTLS: true, reconnectDelay: reconnectDelay, recorder: recorder, keepAliveSeconds: keepAliveSeconds,
-                   announceChunks: announce, uploadOptions: upload, bounds: bounds, settingsStore: store, logger: logger,
+                   announceChunks: announce, uploadOptions: upload, bounds: bounds,
+                   settings: (recorder as? StoredChunks)?.settingsKeeper(bounds: bounds, store: store, logger: logger), logger: logger,
                    connector: self, clock: clock)
     }
 }

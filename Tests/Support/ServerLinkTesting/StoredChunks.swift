@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import RecorderCore
 import ServerLink
 
@@ -68,6 +69,13 @@ public final class StoredChunks: RecorderControl {
         return record
     }
 
+    /// The settings path over these chunks, as the service makes one over its recorder (`bounds`: `[server]`).
+    public func settingsKeeper(bounds: ServerBounds, store: ServerSettingsStore?, logger: Logger) -> SettingsKeeper {
+        SettingsKeeper(bounds: { bounds }, store: store, current: { [unowned self] in self.currentTuning },
+                       retune: { [unowned self] in self.retune($0) }, logger: logger)
+    }
+
+    /// What the recorder's `retune` does, recorded.
     public func retune(_ tuning: RecordingTuning) -> [String] {
         retunes.append(tuning)
         defer { currentTuning = tuning }

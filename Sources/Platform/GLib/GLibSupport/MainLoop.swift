@@ -29,6 +29,12 @@ public final class MainLoop {
 
     public func quit() { g_main_loop_quit(loop) }
 
+    /// Dispatches what is ready on the default main context, first waiting for something when
+    /// `mayBlock`; true if anything was dispatched. For test helpers that drive a `LoopClock` of
+    /// their own beside the real loop.
+    @discardableResult
+    public static func iterate(mayBlock: Bool) -> Bool { g_main_context_iteration(nil, mayBlock ? 1 : 0) != 0 }
+
     // MARK: Ownership
 
     /// True on the thread that owns the main loop: the thread running it

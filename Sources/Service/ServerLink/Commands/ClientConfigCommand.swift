@@ -1,11 +1,13 @@
 import AllSparkProtocol
 import Foundation
 import RecorderCore
+import Storage
 
-/// `{"type":"clientConfig","config":{…}}`, sent once at connect: applies what
-/// the box allows to the running recorder (from the next chunk) and keeps the
-/// server's values for the next start. The buffer and the chunk length are
-/// taken within the box's `[server]` bounds, each clamp logged.
+/// `{"type":"clientConfig","config":{…}}`, sent once at connect: hands what
+/// the server asks to the one settings path (`SettingsKeeper`: checked, the
+/// buffer and chunk length clamped to the box's `[server]` bounds, applied
+/// from the next chunk, kept for the next start) and logs what became of it
+/// in the server's own words.
 struct ClientConfigCommand {
     var update: ClientConfigUpdate
 
@@ -21,58 +23,43 @@ struct ClientConfigCommand {
         for (key, value) in update.notApplicable.sorted(by: { $0.key < $1.key }) {
             logger.notice("clientConfig: \(key) \"\(value)\" is not applicable: this box has no such sensor; no files are produced")
         }
-        guard let recorder = context.recorder else { return }
-        var update = update
-        let bounds = context.bounds
-        if let asked = update.bufferMaxMB {
-            let allowed = bounds.clampBuffer(asked)
-            if allowed != asked {
-                logger.warning("clientConfig: videoBufferMaxMB \(asked) is outside what this box allows (server.min_buffer_mb \(bounds.minBufferMB) … server.max_buffer_mb \(bounds.maxBufferMB)); using \(allowed)")
-                update.bufferMaxMB = allowed
-            }
+        guard update.changesTuning else { return }
+        guard let settings = context.settings else {
+            return logger.info("clientConfig: the server's settings apply to a running recorder, not here")
         }
-        if let asked = update.chunkDurationMs {
-            let allowed = bounds.clampChunkDuration(asked)
-            if allowed != asked {
-                logger.warning("clientConfig: videoChunkDurationMs \(asked) is outside what this box allows (server.min_chunk_ms \(bounds.minChunkMs) … server.max_chunk_ms \(bounds.maxChunkMs)); using \(allowed)")
-                update.chunkDurationMs = allowed
-            }
+        let outcome = settings.apply(update.settingsChange, from: .server(context.server))
+        for refusal in outcome.refused {
+            logger.warning("clientConfig: rejected: \(refusal.message(key: ClientConfigUpdate.key(for: refusal.field)))")
         }
-        let changes = recorder.retune(update.applied(to: recorder.currentTuning))
-        logger.notice("clientConfig applied: \(changes.isEmpty ? "nothing changed" : changes.joined(separator: "; "))")
-        guard update.changesTuning, let settingsStore = context.settingsStore else { return }
-        do {
-            try settingsStore.save(recorder.currentTuning, fields: update.fields, server: context.server)
-        } catch {
-            logger.error("cannot keep the server's settings in \(settingsStore.url.path) for the next start: \(error)")
+        for clamp in outcome.clamped {
+            logger.warning("clientConfig: \(ClientConfigUpdate.key(for: clamp.field)) \(clamp.asked) is outside what this box allows (\(clamp.bounds)); using \(clamp.used)")
         }
+        logger.notice("clientConfig applied: \(outcome.changes.isEmpty ? "nothing changed" : outcome.changes.joined(separator: "; "))")
     }
 }
 
 extension ClientConfigUpdate {
-    /// The tuning after applying the accepted fields.
-    func applied(to tuning: RecordingTuning) -> RecordingTuning {
-        var tuning = tuning
-        if let videoFormat, let format = RecorderCore.VideoFormat(rawValue: videoFormat.rawValue) { tuning.videoFormat = format }
-        if let recordsVideo { tuning.recordsVideo = recordsVideo }
-        if let chunkDurationMs { tuning.chunkDurationMs = chunkDurationMs }
-        if let bufferMaxMB { tuning.bufferMaxMB = bufferMaxMB }
-        if let framerate { tuning.framerate = framerate }
-        if let audioFormat { tuning.audioFormat = audioFormat }
-        if let timestampFormat { tuning.timestampFormat = timestampFormat }
-        return tuning
+    /// The server's key for a setting.
+    static func key(for field: SettingsField) -> String {
+        switch field {
+        case .videoFormat, .recordsVideo: return "videoFormat"
+        case .chunkDuration: return "videoChunkDurationMs"
+        case .bufferMax: return "videoBufferMaxMB"
+        case .framerate: return "fps"
+        case .audioFormat: return "audioFormat"
+        case .timestampFormat: return "timestampFormat"
+        }
     }
 
-    /// The tuning fields this update sets, as the settings store names them.
-    var fields: Set<ServerSettingsStore.Field> {
-        var fields: Set<ServerSettingsStore.Field> = []
-        if videoFormat != nil { fields.insert(.videoFormat) }
-        if recordsVideo != nil { fields.insert(.recordsVideo) }
-        if chunkDurationMs != nil { fields.insert(.chunkDuration) }
-        if bufferMaxMB != nil { fields.insert(.bufferMax) }
-        if framerate != nil { fields.insert(.framerate) }
-        if audioFormat != nil { fields.insert(.audioFormat) }
-        if timestampFormat != nil { fields.insert(.timestampFormat) }
-        return fields
+    /// The fields the server set, as a change of the recorder's settings (unchecked: `SettingsRules` checks).
+    var settingsChange: SettingsChange {
+        SettingsChange(videoFormat: videoFormat.flatMap { Storage.VideoFormat(rawValue: $0.rawValue) },
+                       recordsVideo: recordsVideo, chunkDurationMs: chunkDurationMs, bufferMaxMB: bufferMaxMB,
+                       framerate: framerate,
+                       audioFormat: audioFormat.flatMap { Storage.AudioFormat(rawValue: $0.rawValue) },
+                       timestampFormat: timestampFormat.flatMap { Storage.TimestampFormat(rawValue: $0.rawValue) })
     }
+
+    /// The tuning after applying the fields the server set, unchecked.
+    func applied(to tuning: RecordingTuning) -> RecordingTuning { settingsChange.applied(to: tuning) }
 }

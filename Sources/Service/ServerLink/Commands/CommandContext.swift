@@ -3,15 +3,15 @@ import Logging
 import RecorderCore
 
 /// What a server command may touch: the recorder, the upload queue, the
-/// box's bounds on what a server may ask, and where the server's settings
-/// are kept. Built by the link when a command arrives.
+/// box's bounds on what a server may ask, and the one settings path its
+/// clientConfig goes through. Built by the link when a command arrives.
 ///
 /// Threading: main-loop thread only (see ServerLink.swift).
 struct CommandContext {
     weak var recorder: RecorderControl?
     let uploads: UploadQueue?
     let bounds: ServerBounds
-    let settingsStore: ServerSettingsStore?
+    let settings: SettingsKeeper?
     /// False: the server's autoUpload requests are declined (`server.accept_auto_uploads`).
     let acceptAutomaticUploads: Bool
     /// The server's address as logs and the settings store name it.

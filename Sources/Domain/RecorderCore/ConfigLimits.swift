@@ -1,6 +1,6 @@
-/// Limits shared by the config file, the command line and the server's
-/// `clientConfig` (the recorder's own: the wire protocol states none).
-/// Here so the protocol can check a server's values without the config.
+/// The hard limits of the recording settings: the config file is read with
+/// them, and every change while running (console, server) is checked against
+/// them by `SettingsRules` (the wire protocol states none).
 public enum ConfigLimits {
     public static let chunkDurationMs = 1_000...3_600_000
     public static let bufferMaxMB = 1...10_000_000

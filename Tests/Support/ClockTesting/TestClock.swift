@@ -1,18 +1,20 @@
 import Foundation
-import ServerLink
+import GLibSupport
 
 /// A clock that only moves when the test moves it, and the event loop the
 /// in-memory channel runs on (in the manner of swift-nio's EmbeddedEventLoop):
 /// timers and posted work run in time order inside `run()` / `advance(by:)`,
-/// on the test's thread, never on their own.
+/// on the test's thread, never on their own. It is the service's `LoopClock`
+/// (GLibSupport) for tests: the server link, the recorder, the preview, the
+/// service core and the console take it in place of the main loop's timers.
 ///
 /// Threading: the test's thread only (it stands in for the main loop).
-public final class TestClock: LinkClock {
+public final class TestClock: LoopClock {
     public private(set) var now: Date
     private var tasks: [Task] = []
     private var nextID = 0
 
-    private final class Task: LinkTimer {
+    private final class Task: LoopTimer {
         let id: Int
         var due: Date
         let interval: Double?
@@ -30,18 +32,20 @@ public final class TestClock: LinkClock {
     /// Starts at the wall clock's time, so chunk times and request ranges mean what they say.
     public init(now: Date = Date()) { self.now = now }
 
-    public func after(_ seconds: Double, _ body: @escaping () -> Void) -> LinkTimer {
+    @discardableResult
+    public func after(_ seconds: Double, _ body: @escaping () -> Void) -> LoopTimer {
         schedule(seconds, interval: nil) { body(); return false }
     }
 
-    public func every(_ seconds: Double, _ body: @escaping () -> Bool) -> LinkTimer {
+    @discardableResult
+    public func every(_ seconds: Double, _ body: @escaping () -> Bool) -> LoopTimer {
         schedule(seconds, interval: seconds, body)
     }
 
     /// Runs `body` soon (at the current time, after what is already due).
     public func post(_ body: @escaping () -> Void) { _ = after(0, body) }
 
-    private func schedule(_ seconds: Double, interval: Double?, _ body: @escaping () -> Bool) -> LinkTimer {
+    private func schedule(_ seconds: Double, interval: Double?, _ body: @escaping () -> Bool) -> LoopTimer {
         nextID += 1
         let task = Task(id: nextID, due: now.addingTimeInterval(max(0, seconds)), interval: interval, body: body)
         tasks.append(task)
@@ -77,6 +81,19 @@ public final class TestClock: LinkClock {
             left -= step
         }
         return condition()
+    }
+
+    /// When the next timer falls due (nil: none waits).
+    public var nextDue: Date? {
+        tasks.filter { !$0.cancelled }.map(\.due).min()
+    }
+
+    /// Moves time to the next timer and runs what falls due then; false when no timer waits.
+    @discardableResult
+    public func advanceToNextTimer() -> Bool {
+        guard let due = nextDue else { return false }
+        advance(by: max(0, due.timeIntervalSince(now)))
+        return true
     }
 
     /// Timers still waiting to fire.
