@@ -47,7 +47,7 @@ public final class Console {
     }
 
     /// The console's connection limits (see HTTPServerLimits and docs/operations-network.md).
-    static let limits = HTTPServerLimits()
+    public static let limits = HTTPServerLimits()
     /// The largest JSON body an endpoint takes; every other request has no body.
     static let jsonBodyLimit = 16 * 1024
 
