@@ -276,6 +276,19 @@ final class ConsoleRobustnessTests: XCTestCase {
     }
 }
 
+/// The units' open-file limit leaves the recorder room whatever the console holds.
+final class ConsoleFileLimitTests: XCTestCase {
+    func testBothUnitsSetLimitNOFILEAboveTheConsolesCapsAndTheRecordersOwnFiles() throws {
+        for unit in ["packaging/allspark-recorder.service", "packaging/allspark-recorder@.service"] {
+            let text = try String(contentsOfFile: repoPath(unit), encoding: .utf8)
+            let line = try XCTUnwrap(text.split(separator: "\n").first { $0.hasPrefix("LimitNOFILE=") }, "\(unit) sets LimitNOFILE")
+            let limit = try XCTUnwrap(Int(line.dropFirst("LimitNOFILE=".count)))
+            // The recorder's own files (about 60 in the soak) with room to spare for uploads and companions.
+            XCTAssertGreaterThanOrEqual(limit, Console.limits.maximumDescriptors + 256, unit)
+        }
+    }
+}
+
 private extension Data {
     func hasSuffix(_ suffix: Data) -> Bool { count >= suffix.count && self.suffix(suffix.count) == suffix }
 }
