@@ -66,7 +66,7 @@ struct Run: ParsableCommand {
             do {
                 let started = try Console(service: service)
                 console = started
-                watchAt = "; watch it at \(started.usesTLS ? "https" : "http")://\(started.displayHost):\(started.port)/"
+                watchAt = "; watch it at \(started.whereToWatch)"
             } catch {
                 logger.error("console: \(error); recording goes on without it ([console] in \(config))")
             }

@@ -93,21 +93,34 @@ extension Console {
             return error(404, "not_found", "no chunk or companion named \(loggable(name)) in the catalog")
         }
         let size = UInt64(file.size)
+        var info = stat()
+        let modified = fstat(file.descriptor, &info) == 0 ? Int(info.st_mtim.tv_sec) : 0
+        let modifiedNanos = fstat(file.descriptor, &info) == 0 ? Int(info.st_mtim.tv_nsec) : 0
+        // A chunk never changes once catalogued; size and modification time tell a replaced file apart.
+        let etag = "\"\(String(size, radix: 16))-\(String(modified, radix: 16))\(String(modifiedNanos, radix: 16))\""
+        let lastModified = Self.httpDate(modified)
         var headers: [(String, String)] = [
             ("Content-Type", contentType), ("Accept-Ranges", "bytes"),
             ("Content-Disposition", "attachment; filename=\"\(name)\""), ("Cache-Control", "private, max-age=3600"),
+            ("ETag", etag), ("Last-Modified", lastModified),
         ]
         var status = 200
         var offset: UInt64 = 0
         var length = size
-        if let range = request.headers["range"] {
-            guard let (first, last) = Self.byteRange(range, size: size) else {
-                return HTTPResponse(status: 416, headers: [("Content-Range", "bytes */\(size)")])
+        // If-Range: the range only if the client's copy is this one (RFC 9110 section 13.1.5), else the whole file.
+        let rangeApplies = request.headers["if-range"].map { $0 == etag || $0 == lastModified } ?? true
+        if let range = request.headers["range"], rangeApplies {
+            switch Self.byteRange(range, size: size) {
+            case .whole:
+                break
+            case .unsatisfiable:
+                return HTTPResponse(status: 416, headers: [("Content-Range", "bytes */\(size)"), ("ETag", etag)])
+            case .range(let first, let last):
+                status = 206
+                offset = first
+                length = last - first + 1
+                headers.append(("Content-Range", "bytes \(first)-\(last)/\(size)"))
             }
-            status = 206
-            offset = first
-            length = last - first + 1
-            headers.append(("Content-Range", "bytes \(first)-\(last)/\(size)"))
         }
         let start = offset
         return HTTPResponse(status: status, headers: headers, body: .pieces(length: length) { position, count in
@@ -117,20 +130,43 @@ extension Console {
         })
     }
 
-    /// One `bytes=a-b`, `bytes=a-` or `bytes=-n` range within `size`; nil when unsatisfiable or several.
-    static func byteRange(_ header: String, size: UInt64) -> (UInt64, UInt64)? {
-        guard header.hasPrefix("bytes="), size > 0 else { return nil }
+    enum ByteRange: Equatable {
+        /// No usable range: serve the whole file (RFC 9110 section 14.2: a server may ignore
+        /// a Range it does not support, such as several ranges, or one it cannot parse).
+        case whole
+        /// One valid range that does not overlap the file: 416.
+        case unsatisfiable
+        case range(UInt64, UInt64)
+    }
+
+    /// One `bytes=a-b`, `bytes=a-` or `bytes=-n` range within `size`.
+    static func byteRange(_ header: String, size: UInt64) -> ByteRange {
+        guard header.hasPrefix("bytes=") else { return .whole }
         let spec = header.dropFirst(6)
-        guard !spec.contains(","), let dash = spec.firstIndex(of: "-") else { return nil }
+        guard !spec.contains(","), let dash = spec.firstIndex(of: "-") else { return .whole }
         let a = spec[..<dash].trimmingCharacters(in: .whitespaces), b = spec[spec.index(after: dash)...].trimmingCharacters(in: .whitespaces)
-        if a.isEmpty {
-            guard let suffix = UInt64(b), suffix > 0 else { return nil }
-            return (size - min(suffix, size), size - 1)
+        let digits = CharacterSet(charactersIn: "0123456789")
+        guard a.unicodeScalars.allSatisfy(digits.contains), b.unicodeScalars.allSatisfy(digits.contains), !(a.isEmpty && b.isEmpty) else {
+            return .whole
         }
-        guard let first = UInt64(a), first < size else { return nil }
-        if b.isEmpty { return (first, size - 1) }
-        guard let last = UInt64(b), last >= first else { return nil }
-        return (first, min(last, size - 1))
+        if a.isEmpty {
+            guard let suffix = UInt64(b) else { return .whole }
+            guard suffix > 0, size > 0 else { return .unsatisfiable }
+            return .range(size - min(suffix, size), size - 1)
+        }
+        guard let first = UInt64(a) else { return .whole }
+        if b.isEmpty { return first < size ? .range(first, size - 1) : .unsatisfiable }
+        guard let last = UInt64(b), last >= first else { return .whole }
+        return first < size ? .range(first, min(last, size - 1)) : .unsatisfiable
+    }
+
+    /// An IMF-fixdate (RFC 9110 section 5.6.7), e.g. "Sun, 06 Nov 1994 08:49:37 GMT".
+    static func httpDate(_ seconds: Int) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        return formatter.string(from: Date(timeIntervalSince1970: TimeInterval(seconds)))
     }
 
     // MARK: Settings

@@ -19,7 +19,9 @@ extension Console {
     func previewStream() -> HTTPResponse {
         guard let preview = runningPreview else { return error(503, "not_recording", "the recorder is not running") }
         guard preview.watcherCount < Self.maximumViewers else {
-            return error(503, "too_many_viewers", "at most \(Self.maximumViewers) live viewers at once")
+            // Said in the answer (and docs/operations-network.md): the page can show why instead of a blank picture.
+            return error(503, "too_many_viewers", "at most \(Self.maximumViewers) live viewers at once; try again when one leaves",
+                         headers: [("Retry-After", "10")])
         }
         return HTTPResponse(status: 200, headers: [
             ("Content-Type", "multipart/x-mixed-replace; boundary=\(Self.boundary)"),

@@ -34,6 +34,23 @@ public final class Console {
         }
     }
 
+    /// Where to watch it, said as it is: the listening address, or, when it listens on every
+    /// interface, that any address of this box will do (localhost among them).
+    public var whereToWatch: String {
+        let scheme = usesTLS ? "https" : "http"
+        switch settings.host {
+        case "0.0.0.0", "::":
+            return "\(scheme)://<any address of this box>:\(port)/ (on this box: \(scheme)://localhost:\(port)/)"
+        default:
+            return "\(scheme)://\(displayHost):\(port)/"
+        }
+    }
+
+    /// The console's connection limits (see HTTPServerLimits and docs/operations-network.md).
+    public static let limits = HTTPServerLimits()
+    /// The largest JSON body an endpoint takes; every other request has no body.
+    static let jsonBodyLimit = 16 * 1024
+
     /// Listens as `[console]` says. A password is generated (and logged once)
     /// when none was set with `set-password`.
     public init(service: RecorderService, logger: Logger = Logger(label: "allspark.console")) throws {
@@ -46,13 +63,12 @@ public final class Console {
         if let generated = try password.generateIfMissing() {
             logger.notice("console: no password was set, so one was made: user \(ConsolePassword.user), password \(generated) (change it with: allspark-recorder set-password --config \(config.sourceFile))")
         }
-        auth = ConsoleAuth(password: password)
+        auth = ConsoleAuth(password: password, secure: settings.tlsCertificate != nil, logger: logger)
         server = try HTTPServer(host: settings.host, port: settings.port,
-                                certificatePath: settings.tlsCertificate, keyPath: settings.tlsKey)
-        server.serve { [unowned self] request in self.respond(to: request) }
-        let scheme = server.usesTLS ? "https" : "http"
-        let shown = settings.host.contains(":") ? "[\(settings.host)]" : settings.host
-        logger.notice("console: \(scheme)://\(shown):\(server.port)/ (user \(ConsolePassword.user))")
+                                certificatePath: settings.tlsCertificate, keyPath: settings.tlsKey, limits: Self.limits)
+        server.admit { [unowned self] head, decide in self.admit(head, decide) }
+        server.serveLater { [unowned self] request, respond in self.respond(to: request, respond) }
+        logger.notice("console: \(whereToWatch) (user \(ConsolePassword.user))")
     }
 
     public func stop() {
@@ -62,20 +78,49 @@ public final class Console {
 
     // MARK: Routing
 
+    /// Requests that need no password (the page, health, logging in).
+    private static func isOpen(_ request: HTTPRequest) -> Bool {
+        switch (request.method, request.path) {
+        case (_, "/healthz"), ("POST", "/api/v1/login"), ("GET", "/"), ("GET", "/index.html"): return true
+        default: return false
+        }
+    }
+
+    /// From the head alone, before any body is read: who asks (a password is checked off
+    /// the main loop), and how large a body the endpoint takes.
+    func admit(_ head: HTTPRequest, _ decide: @escaping (HTTPAdmission) -> Void) {
+        let bodyLimit = ["POST", "PATCH", "PUT"].contains(head.method) ? Self.jsonBodyLimit : 0
+        if Self.isOpen(head) { return decide(.proceed(bodyLimit: bodyLimit)) }
+        auth.check(head) { [weak self] result in
+            guard let self else { return }
+            switch result {
+            case .success(let proof): decide(.proceed(bodyLimit: bodyLimit, context: proof))
+            case .failure(let refusal):
+                // The page's own requests say so: a Basic challenge would make the browser
+                // hold them behind its password dialog instead of letting the page ask.
+                decide(.refuse(self.answer(refusal, challenge: head.headers["x-requested-with"] == nil)))
+            }
+        }
+    }
+
+    /// Answers `request` (admitted by `admit`): at once, or for a login once its password is checked.
+    func respond(to request: HTTPRequest, _ respond: @escaping (HTTPResponse) -> Void) {
+        if request.path == "/api/v1/login", request.method == "POST" { return login(request, respond) }
+        respond(self.respond(to: request))
+    }
+
     func respond(to request: HTTPRequest) -> HTTPResponse {
         let path = request.path
         if path == "/healthz" { return health() }
-        if path == "/api/v1/login", request.method == "POST" { return login(request) }
         if path == "/" || path == "/index.html", request.method == "GET" {
             // The page itself holds nothing private; it asks for the password and then uses the API.
             return HTTPResponse(status: 200, headers: pageHeaders, body: .data(Data(ConsolePage.html.utf8)))
         }
         let proof: ConsoleAuth.Proof
-        switch auth.check(request) {
+        // Proven from the head (admit); a request that did not pass there has only what needs no password.
+        switch (request.admission as? ConsoleAuth.Proof).map({ Result<ConsoleAuth.Proof, ConsoleAuth.Refusal>.success($0) }) ?? auth.check(request) {
         case .success(let p): proof = p
         case .failure(let refusal):
-            // The page's own requests say so: a Basic challenge would make the browser
-            // hold them behind its password dialog instead of letting the page ask.
             return answer(refusal, challenge: request.headers["x-requested-with"] == nil)
         }
         switch (request.method, path) {
@@ -138,30 +183,32 @@ public final class Console {
         case .unauthenticated(let why):
             let header: [(String, String)] = challenge ? [("WWW-Authenticate", "Basic realm=\"allspark-recorder\", charset=\"UTF-8\"")] : []
             return error(401, "unauthorized", why, headers: header)
-        case .throttled(let seconds):
-            return error(429, "too_many_attempts", "too many failed logins from this address; try again in \(seconds) s",
-                         headers: [("Retry-After", "\(seconds)")])
+        case .throttled(let seconds, let why):
+            return error(429, "too_many_attempts", why, headers: [("Retry-After", "\(seconds)")])
         case .forbidden(let why):
             return error(403, "forbidden", why)
         }
     }
 
-    private func login(_ request: HTTPRequest) -> HTTPResponse {
+    private func login(_ request: HTTPRequest, _ respond: @escaping (HTTPResponse) -> Void) {
         struct Login: Decodable { var password: String }
         guard let body = try? ConsoleJSON.decoder.decode(Login.self, from: request.body) else {
-            return error(400, "bad_request", "expected {\"password\": \"…\"}")
+            return respond(error(400, "bad_request", "expected {\"password\": \"…\"}"))
         }
         if auth.isCrossSite(request) {
-            return error(403, "forbidden", "cross-site login refused")
+            return respond(error(403, "forbidden", "cross-site login refused"))
         }
-        switch auth.login(password: body.password, from: request.remoteAddress) {
-        case .success(let session):
-            logger.info("console: \(ConsolePassword.user) logged in from \(request.remoteAddress)")
-            return json(200, LoginAnswer(token: session.token, csrfToken: session.csrf, user: ConsolePassword.user),
-                        headers: [("Set-Cookie", auth.cookie(for: session, secure: server.usesTLS))])
-        case .failure(let refusal):
-            logger.warning("console: failed login from \(request.remoteAddress)")
-            return answer(refusal, challenge: false)
+        auth.login(password: body.password, from: request.remoteAddress) { [weak self] result in
+            guard let self else { return }
+            switch result {
+            case .success(let session):
+                self.logger.info("console: \(ConsolePassword.user) logged in from \(request.remoteAddress)")
+                respond(self.json(200, LoginAnswer(token: session.token, csrfToken: session.csrf, user: ConsolePassword.user),
+                                  headers: [("Set-Cookie", self.auth.cookie(for: session, secure: self.server.usesTLS))]))
+            case .failure(let refusal):
+                self.logger.warning("console: failed login from \(request.remoteAddress)")
+                respond(self.answer(refusal, challenge: false))
+            }
         }
     }
 

@@ -1,5 +1,7 @@
 import Crypto
 import Foundation
+import GLibSupport
+import Logging
 import SoupSupport
 
 /// Who may use the console, and how they proved it.
@@ -10,11 +12,17 @@ import SoupSupport
 /// - A script sends HTTP Basic (`admin` and the password) or the session
 ///   token as `Authorization: Bearer …`.
 /// - Failed attempts from an address are answered 429 for a growing time
-///   after the third in a row, on top of PBKDF2's own cost.
-/// - A state-changing request whose `Origin` is not this console is refused,
-///   whatever proves it (a browser may send Basic credentials on its own).
+///   after the third in a row, on top of PBKDF2's own cost; and past
+///   `globalFailureLimit` failures in a minute from all addresses together
+///   (many addresses are easy to come by), every password check waits until
+///   the minute has passed. Sessions and credentials proven before keep working.
+/// - A state-changing request whose `Origin` is not this console (scheme,
+///   host and port) is refused, whatever proves it (a browser may send Basic
+///   credentials on its own).
 ///
-/// Threading: main-loop thread only (the HTTP server's handlers run there).
+/// Threading: main-loop thread only (the HTTP server's handlers run there),
+/// except PBKDF2, which runs on `verifier`, one check at a time, and answers
+/// back on the main loop: a guesser never holds up the loop (health, preview).
 final class ConsoleAuth {
     enum Proof { case session(Session), basic, bearer(Session) }
 
@@ -33,34 +41,75 @@ final class ConsoleAuth {
     /// Basic does not pay PBKDF2 on every request.
     private var provenBasic: [Data: Date] = [:]
     private var failures: [String: (count: Int, blockedUntil: Date)] = [:]
+    /// When the failures of the last `globalWindow` happened, from any address (oldest first).
+    private var recentFailures: [Date] = []
+    private var globallyBlocked = false
+    /// Failed password checks in `globalWindow`, from all addresses together, before every check waits.
+    static let globalFailureLimit = 20
+    static let globalWindow: TimeInterval = 60
+    /// Password checks waiting for or running PBKDF2; past this, more are answered 429 at once.
+    static let maximumVerifying = 8
+    private var verifying = 0
+    private let verifier = DispatchQueue(label: "allspark.console.password")
     private let now: () -> Date
+    /// "https" or "http": what an Origin of this console starts with.
+    private let scheme: String
+    private let logger: Logger
 
-    init(password: ConsolePassword, now: @escaping () -> Date = Date.init) {
+    init(password: ConsolePassword, secure: Bool = false, logger: Logger = Logger(label: "allspark.console"),
+         now: @escaping () -> Date = Date.init) {
         self.password = password
+        self.scheme = secure ? "https" : "http"
+        self.logger = logger
         self.now = now
     }
 
     enum Refusal: Error {
         /// No or wrong credentials: 401.
         case unauthenticated(String)
-        /// Too many failures from this address: 429 with the seconds to wait.
-        case throttled(seconds: Int)
+        /// Too many failures (or checks at once): 429 with the seconds to wait and why.
+        case throttled(seconds: Int, why: String)
         /// A cross-site or tokenless state change: 403.
         case forbidden(String)
     }
 
     // MARK: Logging in
 
-    func login(password candidate: String, from address: String) -> Result<Session, Refusal> {
-        if let wait = blockedSeconds(address) { return .failure(.throttled(seconds: wait)) }
-        guard password.verify(candidate) else {
-            failed(address)
-            return .failure(.unauthenticated("wrong password"))
+    /// Checks `candidate` off the main loop; `done` runs on the main loop.
+    func login(password candidate: String, from address: String, done: @escaping (Result<Session, Refusal>) -> Void) {
+        MainLoop.preconditionOnLoop()
+        verify(candidate, from: address) { [weak self] refusal in
+            guard let self else { return }
+            if let refusal { return done(.failure(refusal)) }
+            let session = Session(token: randomToken(), csrf: randomToken(), expires: self.now().addingTimeInterval(self.sessionLifetime))
+            self.sessions[session.token] = session
+            done(.success(session))
         }
-        failures[address] = nil
-        let session = Session(token: randomToken(), csrf: randomToken(), expires: now().addingTimeInterval(sessionLifetime))
-        sessions[session.token] = session
-        return .success(session)
+    }
+
+    /// Runs PBKDF2 for `candidate` on the verifier queue unless `address` (or everyone) must wait;
+    /// `done` gets nil when it is the password, on the main loop.
+    private func verify(_ candidate: String, from address: String, done: @escaping (Refusal?) -> Void) {
+        if let refusal = throttled(address) { return done(refusal) }
+        guard verifying < Self.maximumVerifying else {
+            return done(.throttled(seconds: 1, why: "too many password checks at once; try again in 1 s"))
+        }
+        verifying += 1
+        let password = self.password
+        verifier.async {
+            let ok = password.verify(candidate)
+            MainLoop.post { [weak self] in
+                guard let self else { return }
+                self.verifying -= 1
+                if ok {
+                    self.failures[address] = nil
+                    done(nil)
+                } else {
+                    self.failed(address)
+                    done(.unauthenticated("wrong user or password"))
+                }
+            }
+        }
     }
 
     func logout(_ request: HTTPRequest) {
@@ -69,7 +118,39 @@ final class ConsoleAuth {
 
     // MARK: Every request
 
-    /// What proves `request` may be served, or why not.
+    /// What proves `request` may be served, or why not: at once when no password
+    /// must be checked, else after PBKDF2 (off the loop); `done` runs on the main loop.
+    func check(_ request: HTTPRequest, done: @escaping (Result<Proof, Refusal>) -> Void) {
+        let authorization = request.headers["authorization"] ?? ""
+        guard authorization.lowercased().hasPrefix("basic "), !isCrossSite(request) || !changesState(request) else {
+            return done(check(request))
+        }
+        let digest = Data(SHA256.hash(data: Data(authorization.utf8)))
+        if let until = provenBasic[digest], until > now() {
+            // Renewed on use: a script that keeps polling is never sent back to PBKDF2 (nor to a lockout).
+            provenBasic[digest] = now().addingTimeInterval(300)
+            return done(.success(.basic))
+        }
+        guard let decoded = Data(base64Encoded: String(authorization.dropFirst(6)).trimmingCharacters(in: .whitespaces)),
+              let text = String(data: decoded, encoding: .utf8), let colon = text.firstIndex(of: ":"),
+              text[..<colon] == ConsolePassword.user else {
+            if let refusal = throttled(request.remoteAddress) { return done(.failure(refusal)) }
+            failed(request.remoteAddress)
+            return done(.failure(.unauthenticated("wrong user or password")))
+        }
+        verify(String(text[text.index(after: colon)...]), from: request.remoteAddress) { [weak self] refusal in
+            guard let self else { return }
+            if let refusal { return done(.failure(refusal)) }
+            self.provenBasic = self.provenBasic.filter { $0.value > self.now() }
+            self.provenBasic[digest] = self.now().addingTimeInterval(300)
+            done(.success(.basic))
+        }
+    }
+
+    private func changesState(_ request: HTTPRequest) -> Bool { !["GET", "HEAD", "OPTIONS"].contains(request.method) }
+
+    /// What proves `request` may be served, or why not, without checking a password:
+    /// sessions, bearer tokens and Basic credentials proven recently.
     func check(_ request: HTTPRequest) -> Result<Proof, Refusal> {
         let changesState = !["GET", "HEAD", "OPTIONS"].contains(request.method)
         if changesState, isCrossSite(request) {
@@ -82,7 +163,12 @@ final class ConsoleAuth {
             return .success(.bearer(session))
         }
         if authorization.lowercased().hasPrefix("basic ") {
-            return checkBasic(authorization, from: request.remoteAddress)
+            let digest = Data(SHA256.hash(data: Data(authorization.utf8)))
+            if let until = provenBasic[digest], until > now() {
+                provenBasic[digest] = now().addingTimeInterval(300)
+                return .success(.basic)
+            }
+            return .failure(.unauthenticated("wrong user or password"))
         }
         guard let token = sessionToken(request), let session = liveSession(token) else {
             return .failure(.unauthenticated("log in first"))
@@ -91,22 +177,6 @@ final class ConsoleAuth {
             return .failure(.forbidden("missing or wrong X-CSRF-Token"))
         }
         return .success(.session(session))
-    }
-
-    private func checkBasic(_ header: String, from address: String) -> Result<Proof, Refusal> {
-        let digest = Data(SHA256.hash(data: Data(header.utf8)))
-        if let until = provenBasic[digest], until > now() { return .success(.basic) }
-        if let wait = blockedSeconds(address) { return .failure(.throttled(seconds: wait)) }
-        guard let decoded = Data(base64Encoded: String(header.dropFirst(6)).trimmingCharacters(in: .whitespaces)),
-              let text = String(data: decoded, encoding: .utf8), let colon = text.firstIndex(of: ":"),
-              text[..<colon] == ConsolePassword.user, password.verify(String(text[text.index(after: colon)...])) else {
-            failed(address)
-            return .failure(.unauthenticated("wrong user or password"))
-        }
-        failures[address] = nil
-        provenBasic = provenBasic.filter { $0.value > now() }
-        provenBasic[digest] = now().addingTimeInterval(300)
-        return .success(.basic)
     }
 
     private func liveSession(_ token: String) -> Session? {
@@ -136,7 +206,8 @@ final class ConsoleAuth {
     }
 
     private func isSameOrigin(_ origin: String, host: String?) -> Bool {
-        guard let host, let url = URL(string: origin), let originHost = url.host else { return false }
+        guard let host, let url = URL(string: origin), let originHost = url.host,
+              url.scheme?.lowercased() == scheme else { return false }
         let originAuthority = url.port.map { "\(originHost):\($0)" } ?? originHost
         // Default ports are left out of both, so they compare as written.
         return originAuthority.lowercased() == host.lowercased()
@@ -150,13 +221,47 @@ final class ConsoleAuth {
         if entry.count >= 3 {
             let seconds = min(300, 1 << min(entry.count - 3, 9))
             entry.blockedUntil = now().addingTimeInterval(TimeInterval(seconds))
+            logger.warning("console: \(entry.count) failed logins in a row from \(address): it must wait \(seconds) s")
         }
         failures[address] = entry
+        recentFailures.append(now())
+        pruneRecentFailures()
+        if recentFailures.count >= Self.globalFailureLimit, !globallyBlocked {
+            globallyBlocked = true
+            let addresses = failures.filter { $0.value.count > 0 }.count
+            logger.warning("console: \(recentFailures.count) failed logins in the last \(Int(Self.globalWindow)) s (from \(addresses) addresses): password checks from everyone wait \(globalWaitSeconds ?? 1) s")
+        }
     }
 
-    private func blockedSeconds(_ address: String) -> Int? {
-        guard let entry = failures[address], entry.blockedUntil > now() else { return nil }
-        return max(1, Int(entry.blockedUntil.timeIntervalSince(now()).rounded(.up)))
+    private func pruneRecentFailures() {
+        let start = now().addingTimeInterval(-Self.globalWindow)
+        recentFailures.removeAll { $0 <= start }
+        // Forget addresses that are neither blocked nor recent, so the table stays small.
+        if failures.count > 1000 { failures = failures.filter { $0.value.blockedUntil > now() } }
+    }
+
+    /// Seconds until a password may be checked again for anyone, or nil.
+    private var globalWaitSeconds: Int? {
+        guard recentFailures.count >= Self.globalFailureLimit,
+              let release = recentFailures.dropFirst(recentFailures.count - Self.globalFailureLimit).first else { return nil }
+        return max(1, Int(release.addingTimeInterval(Self.globalWindow).timeIntervalSince(now()).rounded(.up)))
+    }
+
+    /// Why a password from `address` may not be checked now, or nil.
+    private func throttled(_ address: String) -> Refusal? {
+        if let entry = failures[address], entry.blockedUntil > now() {
+            let seconds = max(1, Int(entry.blockedUntil.timeIntervalSince(now()).rounded(.up)))
+            return .throttled(seconds: seconds, why: "too many failed logins from this address; try again in \(seconds) s")
+        }
+        pruneRecentFailures()
+        if let seconds = globalWaitSeconds {
+            return .throttled(seconds: seconds, why: "too many failed logins lately (from all addresses); try again in \(seconds) s")
+        }
+        if globallyBlocked {
+            globallyBlocked = false
+            logger.notice("console: password checks resume")
+        }
+        return nil
     }
 
     func cookie(for session: Session, secure: Bool) -> String {

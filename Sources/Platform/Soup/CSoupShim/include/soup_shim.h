@@ -16,6 +16,8 @@
 #define ALLSPARK_SOUP_SHIM_H
 
 #include <libsoup/soup.h>
+// The HTTP server's C half, exported with this module.
+#include "http_server_shim.h"
 
 G_BEGIN_DECLS
 
