@@ -192,8 +192,9 @@ final class ChunkSink {
 
     /// What `handle` makes of a bus message from the chunk sink.
     enum Event {
-        /// The chunk has its final name; its companions are still to be written from `CompanionJob`.
-        case finished(FinishedChunk, CompanionJob)
+        /// The chunk is closed: `Closing.finalize` (on the worker: it may probe the
+        /// file) gives it its final name; its companions are then written from its job.
+        case finished(Closing)
         /// The next chunk's file could not be created (a read-only or full
         /// folder): a writer failure the bus itself never reports.
         case cannotCreate(message: String, noSpaceLeft: Bool)
@@ -385,12 +386,20 @@ final class ChunkSink {
             break
         }
         let endNs = UInt64(pipeline.baseTime) + endRunningTime
-        let finished = finalize(fragment: fragment, partialPath: location, endNs: endNs, stats: stats)
         if isLast { retireIfDone(fragment.sink) }
-        guard let (chunk, finalEndNs) = finished else { return nil }
+        if stats.recorded == 0 {
+            // splitmuxsink opens a fragment on caps alone; with no frame it holds no video.
+            logger.info("discarding \(location): the stream ended before any frame was recorded")
+            try? FileManager.default.removeItem(atPath: location)
+            return nil
+        }
+        let longest = UInt64(lock.withLock { max(timeline.written.chunkDurationMs, timeline.requested.chunkDurationMs) } + 60_000) * 1_000_000
+        let plausible = endNs > fragment.startNs && endNs - fragment.startNs < longest
         let lastOfStream: Bool
         if case .stopped? = ending, isLast { lastOfStream = true } else { lastOfStream = false }
-        return .finished(chunk, companionJob(for: fragment, endNs: finalEndNs, lastOfStream: lastOfStream))
+        return .finished(Closing(fragment: fragment, partialPath: location, endNs: endNs, stats: stats,
+                                 verify: verifyBeforeFinalizing || !plausible, storage: storage, logger: logger, probe: probe,
+                                 job: companionJob(for: fragment, endNs: endNs, lastOfStream: lastOfStream)))
     }
 
     /// The chunk's companions as its settings asked when it opened: the
@@ -420,19 +429,48 @@ final class ChunkSink {
     /// (a full disk), so each is checked to be playable before it is named.
     var verifyBeforeFinalizing = false
 
-    /// Renames a closed chunk to its final name; returns it and its end (wall-clock ns), nil when it is not kept.
-    private func finalize(fragment: OpenFragment, partialPath: String, endNs: UInt64, stats: FrameStatistics) -> (FinishedChunk, UInt64)? {
-        var endNs = endNs
-        if stats.recorded == 0 {
-            // splitmuxsink opens a fragment on caps alone; with no frame it holds no video.
-            logger.info("discarding \(partialPath): the stream ended before any frame was recorded")
-            try? FileManager.default.removeItem(atPath: partialPath)
-            return nil
+    /// How a closed chunk's file is measured when it must be (see `Closing.verify`):
+    /// a synchronous discoverer run, so only ever called on the worker.
+    var probe: @Sendable (URL) -> Double? = { MediaProbe.duration(of: $0) }
+
+    /// A chunk splitmuxsink closed, still under its partial name. Everything
+    /// the main loop knows is taken when the message comes; `finalize` then
+    /// runs on the recorder's worker, because it may probe the file (a
+    /// discoverer run of up to 10 s, which must never hold the main loop).
+    struct Closing: @unchecked Sendable {
+        let fragment: OpenFragment
+        let partialPath: String
+        let endNs: UInt64
+        let stats: FrameStatistics
+        /// Set after a pipeline error, or for an implausible span: the file is
+        /// probed and the chunk ends no later than its media.
+        let verify: Bool
+        let storage: URL
+        let logger: Logger
+        let probe: @Sendable (URL) -> Double?
+        /// The companions as the chunk's span says before any probe.
+        let job: CompanionJob
+
+        /// On the worker: the chunk under its final name and its companions' job; nil when it is not kept.
+        func finalize() -> (FinishedChunk, CompanionJob)? {
+            guard let (chunk, endNs) = ChunkSink.finalize(self) else { return nil }
+            var job = job
+            if endNs < job.endNs {
+                // The file holds less than the span said: the companions end where it does.
+                job.endNs = endNs
+                job.frameTimesMs = job.frameTimesMs?.filter { $0 < Int64(endNs / 1_000_000) }
+            }
+            return (chunk, job)
         }
-        let longest = UInt64(lock.withLock { max(timeline.written.chunkDurationMs, timeline.requested.chunkDurationMs) } + 60_000) * 1_000_000
-        let plausible = endNs > fragment.startNs && endNs - fragment.startNs < longest
-        if verifyBeforeFinalizing || !plausible {
-            guard let playable = MediaProbe.duration(of: URL(fileURLWithPath: partialPath)) else {
+    }
+
+    /// Renames a closed chunk to its final name; returns it and its end (wall-clock ns), nil when it is not kept.
+    private static func finalize(_ closing: Closing) -> (FinishedChunk, UInt64)? {
+        let fragment = closing.fragment, partialPath = closing.partialPath, stats = closing.stats, logger = closing.logger
+        let storage = closing.storage
+        var endNs = closing.endNs
+        if closing.verify {
+            guard let playable = closing.probe(URL(fileURLWithPath: partialPath)) else {
                 logger.warning("\(partialPath) is not playable; the repair pass handles it")
                 return nil
             }
