@@ -70,6 +70,9 @@ final class ChunkSink {
     }
     /// The container each sink was configured with (a swapped-out sink keeps its own).
     private var formats: [ObjectID: VideoFormat] = [:]
+    /// Running times of the first frames of the fragments each sink opened, oldest
+    /// first, until the fragment before them is closed: a chunk ends where its successor starts.
+    private var fragmentStarts: [ObjectID: [UInt64]] = [:]
     /// Fragments being written, by partial path.
     private var open: [String: OpenFragment] = [:]
     /// The fragment named last (the one frames go to now); nil when its file
@@ -314,6 +317,7 @@ final class ChunkSink {
         let path = storage.appendingPathComponent(ChunkName.partial(startMs: startMs, format: format)).path
         let startRunningTime = firstSample?.runningTime.map { UInt64($0) }
         lock.withLock {
+            if let startRunningTime { fragmentStarts[sink, default: []].append(startRunningTime) }
             open[path] = OpenFragment(startNs: startNs, startMs: startMs, format: format, sink: sink,
                                       startRunningTime: startRunningTime, companions: companionSettings)
             writing = path
@@ -359,9 +363,14 @@ final class ChunkSink {
         }
         guard name == "splitmuxsink-fragment-closed", let runningTime = message.times["running-time"] else { return nil }
         // How the sink ended (if it did) decides whether this is its last chunk; see `Ending`.
-        let (fragment, ending) = lock.withLock { () -> (OpenFragment?, Ending?) in
-            guard let fragment = open.removeValue(forKey: location) else { return (nil, nil) }
-            return (fragment, endings[fragment.sink])
+        let (fragment, ending, successorStart) = lock.withLock { () -> (OpenFragment?, Ending?, UInt64?) in
+            guard let fragment = open.removeValue(forKey: location) else { return (nil, nil, nil) }
+            var next: UInt64?
+            if let start = fragment.startRunningTime {
+                next = fragmentStarts[fragment.sink]?.first { $0 > start }
+                fragmentStarts[fragment.sink]?.removeAll { $0 <= start }
+            }
+            return (fragment, endings[fragment.sink], next)
         }
         guard let fragment else {
             logger.warning("splitmuxsink closed \(location), which this recorder did not open")
@@ -372,7 +381,15 @@ final class ChunkSink {
         let closedAt = UInt64(runningTime)
         var endRunningTime = closedAt
         var isLast = false
+        logger.debug("\(location) closed at running time \(closedAt); it started at \(fragment.startRunningTime.map { "\($0)" } ?? "-"), the next chunk of its sink at \(successorStart.map { "\($0)" } ?? "-"), the last frame pushed at \(stats.lastFrameRunningTime)")
         switch ending {
+        case _ where successorStart != nil:
+            // The sink opened a chunk after this one: this one ends exactly where that one
+            // starts, whatever the message says. (Its running time is not always that: a stop
+            // while the privacy stage still held frames back, drained after the stop, once
+            // made a 2 s chunk close "at" its last keyframe's time, 1.1 s, and the last-frame
+            // test below then took it for the last chunk of the stream.)
+            endRunningTime = successorStart!
         case .stopped?:
             // After the stream ended no frame follows the last one recorded.
             isLast = closedAt >= stats.lastFrameRunningTime
@@ -645,6 +662,7 @@ final class ChunkSink {
             guard !open.values.contains(where: { $0.sink == sinkID }) else { return nil }
             endings[sinkID] = nil
             formats[sinkID] = nil
+            fragmentStarts[sinkID] = nil
             // The active sink ends with the whole pipeline; only swapped-out ones are removed here.
             return retired.removeValue(forKey: sinkID)
         }
