@@ -213,6 +213,9 @@ public final class FramePath: @unchecked Sendable {
         return lastCaptureUptimeNs
     }
 
+    /// The privacy stage's own counts, when it reports them (any thread).
+    public var privacyCounts: PrivacyStageCounts? { (processor as? PrivacyStageReporting)?.privacyCounts }
+
     public var statistics: FrameStatistics {
         lock.lock(); defer { lock.unlock() }
         return stats

@@ -120,6 +120,20 @@ public final class Recorder {
                                    logger: Logger(label: "allspark.catalog"))
     }
 
+    /// Samples counters, CPU and temperature for `health` (started with the recorder).
+    private lazy var healthSampler = HealthSampler { [unowned self] in
+        (self.frameStatistics, self.session?.framePath.privacyCounts)
+    }
+
+    /// How recording goes now: the frame rate actually recorded, the privacy
+    /// stage's state over the last minute, CPU and temperature, and what
+    /// makes it degraded.
+    public var health: RecordingHealth {
+        MainLoop.preconditionOnLoop()
+        return healthSampler.health(recording: state == .recording, sourceFPS: frameStatistics.framesPerSecond,
+                                    stageNow: session?.framePath.privacyCounts)
+    }
+
     /// Frames captured and recorded since the recorder started, over every pipeline run.
     public var frameStatistics: FrameStatistics {
         var total = finishedSessionStatistics
@@ -146,6 +160,7 @@ public final class Recorder {
                                     privacyBoundary: config.privacy.faceBlur)
         try makeProcessor(config).close()   // fail closed now, not at the first frame
         state = .waitingForSource
+        healthSampler.start()
         // The repair probes every file the index does not vouch for: on the worker.
         worker.async { [catalog, mediaProbe] in
             let report = catalog.reconcile(probe: { mediaProbe(URL(fileURLWithPath: $0.reopenablePath)) })
@@ -326,6 +341,7 @@ public final class Recorder {
         state = .stopping
         stopSession { [weak self] in
             self?.state = .stopped
+            self?.healthSampler.stop()
             completion()
         }
     }

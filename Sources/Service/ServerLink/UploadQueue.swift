@@ -148,6 +148,11 @@ final class UploadQueue {
         return (from + rangeTolerance, to - rangeTolerance)
     }
 
+    private static func overlaps(_ chunk: ChunkRecord, _ watch: Watch) -> Bool {
+        let (from, to) = withoutRoundingSlack(from: watch.from, to: watch.to)
+        return chunk.overlaps(from: from, to: to)
+    }
+
     /// True when `[start, end)` is exactly the range of one chunk finished lately: the request
     /// a server's autoUpload makes after that chunk's `chunkSaved` (an operator asks for time
     /// ranges, which match a chunk's to the millisecond only by chance).
@@ -174,7 +179,8 @@ final class UploadQueue {
         if waitsForMore {
             // The chunk being written (and, for a range in the future, the ones after it) will overlap.
             let expires = max(to, clock.now.timeIntervalSince1970) + 2 * chunkDuration + 30
-            watches.append(Watch(from: from, to: to, expires: expires, reason: reason))
+            // Kept as asked (the queue shows it); compared with the tolerance when chunks finish.
+            watches.append(Watch(from: asked, to: askedEnd, expires: expires, reason: reason))
         }
         let summary = "\(reason): \(queued) chunk(s) queued (\(String(format: "%.1f", Double(bytes) / 1_048_576)) MiB)"
             + deliveredText
@@ -189,13 +195,13 @@ final class UploadQueue {
         recentChunks.append((chunk.start, chunk.end, clock.now))
         if recentChunks.count > Self.recentChunkLimit { recentChunks.removeFirst(recentChunks.count - Self.recentChunkLimit) }
         let now = clock.now.timeIntervalSince1970
-        for watch in watches where chunk.overlaps(from: watch.from, to: watch.to) {
+        for watch in watches where Self.overlaps(chunk, watch) {
             if enqueue(chunk, reason: watch.reason) {
                 logger.info("\(watch.reason): \(chunk.file) finished and queued")
             }
         }
         watches.removeAll { watch in
-            if chunk.end >= watch.to { return true }
+            if chunk.end >= Self.withoutRoundingSlack(from: watch.from, to: watch.to).1 { return true }
             if now > watch.expires {
                 logger.warning("\(watch.reason): stopped waiting for chunks up to \(watch.to); none came in time")
                 return true
