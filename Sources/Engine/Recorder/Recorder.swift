@@ -116,6 +116,8 @@ public final class Recorder {
         self.tuning = config.tuning
         preview = PreviewTap(settings: .init(framesPerSecond: config.console.previewFps, maximumWidth: config.console.previewWidth))
         GStreamer.initialize()
+        // Before the catalog creates the storage folder: a refused run leaves nothing behind.
+        try Self.validate(config, makeProcessor: makeProcessor)
         catalog = try ChunkCatalog(directory: URL(fileURLWithPath: config.recording.storageDirectory),
                                    logger: Logger(label: "allspark.catalog"))
     }
@@ -132,6 +134,22 @@ public final class Recorder {
         MainLoop.preconditionOnLoop()
         return healthSampler.health(recording: state == .recording, sourceFPS: frameStatistics.framesPerSecond,
                                     stageNow: session?.framePath.privacyCounts)
+    }
+
+    /// Checks what a retry cannot fix: the pipeline file and the privacy stage
+    /// (fail closed now, not at the first frame). A missing pipeline file is
+    /// traced to the config line that names it.
+    static func validate(_ config: RecorderConfig, makeProcessor: (RecorderConfig) throws -> FrameProcessor) throws {
+        do {
+            _ = try PipelineLoader.load(file: config.recording.pipeline, variables: config.pipelineVariables,
+                                        privacyBoundary: config.privacy.faceBlur)
+        } catch {
+            guard FileManager.default.isReadableFile(atPath: config.recording.pipeline) else {
+                throw RecorderStartError("\(error) (the path is from \(config.origin(of: "recording.pipeline")))")
+            }
+            throw error
+        }
+        try makeProcessor(config).close()
     }
 
     /// Frames captured and recorded since the recorder started, over every pipeline run.
@@ -155,10 +173,7 @@ public final class Recorder {
     public func start() throws {
         MainLoop.preconditionOnLoop()
         stopRequested = false
-        // Validate before touching anything: a broken file is the user's to fix now.
-        _ = try PipelineLoader.load(file: config.recording.pipeline, variables: config.pipelineVariables,
-                                    privacyBoundary: config.privacy.faceBlur)
-        try makeProcessor(config).close()   // fail closed now, not at the first frame
+        try Self.validate(config, makeProcessor: makeProcessor)
         state = .waitingForSource
         healthSampler.start()
         // The repair probes every file the index does not vouch for: on the worker.
