@@ -398,14 +398,15 @@ enum ConsoleOpenAPI {
       },
       "Health": {
         "type": "object",
-        "required": ["status", "recording", "server"],
+        "required": ["status", "recording", "server", "health"],
         "additionalProperties": false,
         "properties": {
           "status": { "type": "string", "enum": ["ok", "degraded", "not_recording"] },
           "recording": { "type": "string" },
           "reason": { "type": "string", "description": "Why not, when not recording." },
           "degraded": { "type": "array", "items": { "type": "string" }, "description": "What is wrong, when degraded." },
-          "server": { "type": "string" }
+          "server": { "type": "string" },
+          "health": { "$ref": "#/components/schemas/RecordingHealth" }
         }
       },
       "RecordingHealth": {
