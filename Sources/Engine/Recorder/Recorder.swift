@@ -99,6 +99,8 @@ public final class Recorder {
     private var retryDelay = RetryBackoff()
     /// The failures of the retries since recording last worked: said once, not at every try.
     private var failureLog = RepeatedFailureLog()
+    /// Set by `init`, which checked the pipeline and the privacy stage: the first `start` need not again.
+    private var checkedAtInit = true
     /// Set by `stop`: no restart or retry may start a pipeline after it.
     private var stopRequested = false
     private var pipelineFingerprint: String?
@@ -173,7 +175,8 @@ public final class Recorder {
     public func start() throws {
         MainLoop.preconditionOnLoop()
         stopRequested = false
-        try Self.validate(config, makeProcessor: makeProcessor)
+        // `init` checked them (before making the storage folder); a later start checks again.
+        if checkedAtInit { checkedAtInit = false } else { try Self.validate(config, makeProcessor: makeProcessor) }
         state = .waitingForSource
         healthSampler.start()
         // The repair probes every file the index does not vouch for: on the worker.
