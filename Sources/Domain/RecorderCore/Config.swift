@@ -112,6 +112,16 @@ public struct RecorderConfig: Equatable, Sendable {
     public var pipelineVariables: [String: String]
     /// The file this was loaded from (for messages and SIGHUP reloads).
     public var sourceFile: String
+    /// Where the paths that can fail later were set ("demo.toml:12", "--set"),
+    /// so that a missing pipeline or model is traced to its config line.
+    public var keyOrigins: [String: String] = [:]
+
+    /// Where `key` was set, for messages: "recorder.toml:12 (recording.pipeline)",
+    /// "--set recording.pipeline", or that it is the default.
+    public func origin(of key: String) -> String {
+        guard let origin = keyOrigins[key] else { return "\(key) (not set in \(sourceFile): the default)" }
+        return origin == "--set" ? "--set \(key)" : "\(origin) (\(key))"
+    }
 
     /// The tunables a server, the console or SIGHUP may change on a running recorder; setting it
     /// sets every one of them (the one place that maps them onto `recording`).
@@ -379,6 +389,9 @@ public enum ConfigLoader {
                            followEvery: followEvery, maxLatencyMs: maxLatencyMs),
             pipelineVariables: variables,
             sourceFile: file)
+        for key in ["recording.pipeline", "privacy.model"] where reader.has(key) {
+            config.keyOrigins[key] = reader.origin(key)
+        }
         config.server.bounds = try serverBounds(reader, bufferMaxMB: bufferMax)
         let fileNames = try reader.string("server.file_names", default: UploadFileNames.milliseconds.rawValue)
         guard let naming = UploadFileNames(rawValue: fileNames) else {

@@ -85,6 +85,9 @@ public final class ChunkCatalog: @unchecked Sendable {
     private let lock = NSLock()
     private var records: [ChunkRecord] = []     // sorted by start
     private var pins: [String: Int] = [:]        // file -> pin count in this process
+    /// Set once an unfinished chunk without video was removed: a silent
+    /// source leaves one at every retry, said once (then at debug) until a chunk is recorded.
+    private var saidEmptyPartialRemoved = false
     private let sharedPins: SharedPins           // what other processes see of them, and theirs
     /// False when the index was missing or unreadable: the files are the only truth.
     public private(set) var indexWasReadable = false
@@ -186,8 +189,8 @@ public final class ChunkCatalog: @unchecked Sendable {
 
     /// The plain chunk files in the folder (final and partial names); any
     /// other entry with a chunk name is logged and left alone.
-    private func chunkFiles(ignored: inout [String]) -> [String] {
-        let shown = 10   // a folder full of links must not flood the log
+    private func chunkFiles(ignored: inout [String], quiet: Bool = false) -> [String] {
+        let shown = quiet ? 0 : 10   // a folder full of links must not flood the log
         let files = folder.names().sorted().filter { name in
             guard ChunkName.parse(name) != nil else { return false }
             if case .notAPlainFile(let kind) = folder.entry(name) {
@@ -199,7 +202,7 @@ public final class ChunkCatalog: @unchecked Sendable {
             }
             return true
         }
-        if ignored.count > shown {
+        if !quiet, ignored.count > shown {
             logger.warning("ignoring \(ignored.count - shown) more entries with chunk names in \(directory.path) that are not plain files")
         }
         return files
@@ -217,6 +220,20 @@ public final class ChunkCatalog: @unchecked Sendable {
     /// writes. Call before recording starts (the recorder then owns the folder).
     @discardableResult
     public func reconcile(probe: DurationProbe) -> ReconcileReport {
+        // A probe can take seconds (a discoverer with a 10 s timeout, a file that never
+        // finishes probing): the files to probe are picked under the lock and probed
+        // outside it, so the main loop's readers of the catalog never wait for a probe.
+        let unknown = lock.withLock { () -> [String] in
+            var ignored: [String] = []
+            let indexed = Dictionary(records.map { ($0.file, $0.size) }, uniquingKeysWith: { a, _ in a })
+            return chunkFiles(ignored: &ignored, quiet: true).filter { name in
+                guard let size = indexed[name] else { return true }
+                return fileSize(name) != size
+            }
+        }
+        var probed: [String: Double?] = [:]
+        for name in unknown { probed[name] = duration(of: name, probe: probe) }
+
         lock.lock(); defer { lock.unlock() }
         var report = ReconcileReport()
         for stale in folder.removeStaleTemporaries(of: StorageLayout.atomicallyWritten) {
@@ -240,10 +257,17 @@ public final class ChunkCatalog: @unchecked Sendable {
 
         for name in names {
             guard let parsed = ChunkName.parse(name), !known.contains(name) else { continue }
-            let duration = duration(of: name, probe: probe)
+            // A file that appeared since the probes is left for the next pass.
+            guard let duration = probed[name] else { continue }
             if parsed.isPartial {
                 guard let duration, duration > 0 else {
-                    logger.warning("removing \(name): an unfinished chunk with no playable video")
+                    let text = "removing \(name): an unfinished chunk with no playable video"
+                    if saidEmptyPartialRemoved {
+                        logger.debug("\(text) (again: the source still sends nothing)")
+                    } else {
+                        logger.warning("\(text)")
+                        saidEmptyPartialRemoved = true
+                    }
                     removeLocked(name, into: &report)
                     continue
                 }
@@ -378,6 +402,7 @@ public final class ChunkCatalog: @unchecked Sendable {
     /// Adds a finished chunk and persists the index.
     public func add(_ record: ChunkRecord) {
         lock.lock(); defer { lock.unlock() }
+        saidEmptyPartialRemoved = false
         insertLocked(record)
         saveLocked()
     }

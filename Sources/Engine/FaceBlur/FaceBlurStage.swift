@@ -181,6 +181,10 @@ public final class FaceBlurStage: FrameProcessor {
     /// so detection threads never wait for it.
     private var motion: (estimator: CameraMotion, previous: [UInt8])?
     public var counters: Counters { condition.withLock { countersStorage } }
+    /// Frames in the delay line now and how long the oldest has waited (ns): whether the stage is behind (health reports).
+    public var held: (frames: Int, oldestWaitNs: UInt64) {
+        condition.withLock { (queue.count, queue.first.map { Self.now() &- $0.arrival } ?? 0) }
+    }
 
     struct Pending {
         var sample: Sample

@@ -67,6 +67,10 @@ public final class FaceDetector: FaceDetecting {
     /// Loads the model; throws with the reason when it is missing or unreadable.
     public init(modelPath: String, threads: Int = 2) throws {
         guard FileManager.default.isReadableFile(atPath: modelPath) else {
+            // Present but not readable is a permissions problem, not a missing install.
+            if FileManager.default.fileExists(atPath: modelPath) {
+                throw FaceDetectorError(description: "the face model \(modelPath) is not readable by this user (uid \(getuid())): check its permissions and those of its folders (e.g. chmod 644 \(modelPath))")
+            }
             throw FaceDetectorError(description: "the face model \(modelPath) is missing; scripts/setup installs it (scripts/fetch-face-model)")
         }
         do {

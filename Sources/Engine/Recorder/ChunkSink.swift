@@ -70,6 +70,9 @@ final class ChunkSink {
     }
     /// The container each sink was configured with (a swapped-out sink keeps its own).
     private var formats: [ObjectID: VideoFormat] = [:]
+    /// Running times of the first frames of the fragments each sink opened, oldest
+    /// first, until the fragment before them is closed: a chunk ends where its successor starts.
+    private var fragmentStarts: [ObjectID: [UInt64]] = [:]
     /// Fragments being written, by partial path.
     private var open: [String: OpenFragment] = [:]
     /// The fragment named last (the one frames go to now); nil when its file
@@ -192,8 +195,9 @@ final class ChunkSink {
 
     /// What `handle` makes of a bus message from the chunk sink.
     enum Event {
-        /// The chunk has its final name; its companions are still to be written from `CompanionJob`.
-        case finished(FinishedChunk, CompanionJob)
+        /// The chunk is closed: `Closing.finalize` (on the worker: it may probe the
+        /// file) gives it its final name; its companions are then written from its job.
+        case finished(Closing)
         /// The next chunk's file could not be created (a read-only or full
         /// folder): a writer failure the bus itself never reports.
         case cannotCreate(message: String, noSpaceLeft: Bool)
@@ -272,13 +276,20 @@ final class ChunkSink {
         UInt64(durationMs + min(durationMs / 2, 5_000)) * 1_000_000
     }
 
-    /// Robust muxing keeps a playable moov updated every second, so a chunk
-    /// cut short by a crash or power loss keeps all but the last second.
+    /// Robust muxing keeps a playable moov updated every half second of
+    /// media, so a chunk cut short by a crash or power loss keeps all but
+    /// what came after the last update. splitmuxsink hands the muxer a
+    /// whole GOP at once (one second with the shipped pipelines); with a
+    /// one-second period the update fell once per GOP, anywhere in it, and
+    /// the rest of that GOP waited for the next one. Half a second updates
+    /// at least once in the second half of each GOP (measured with blur off:
+    /// SIGKILL cost 1.6 s on average, now 0.8 s; see docs/operations-recording.md). Rewriting a
+    /// moov of a few KiB twice a second costs nothing worth counting.
     private func setMuxerProperties(_ element: Element, durationMs: Int) {
         // Reserve room for the longest the chunk can become (past the backstop, one GOP more).
         let reserved = (UInt64(durationMs) + 10_000) * 1_000_000
         element.set("muxer-properties",
-                    "properties,reserved-moov-update-period=(guint64)1000000000,reserved-max-duration=(guint64)\(reserved)")
+                    "properties,reserved-moov-update-period=(guint64)500000000,reserved-max-duration=(guint64)\(reserved)")
     }
 
     /// Names a new chunk after the wall-clock time of its first frame:
@@ -313,6 +324,7 @@ final class ChunkSink {
         let path = storage.appendingPathComponent(ChunkName.partial(startMs: startMs, format: format)).path
         let startRunningTime = firstSample?.runningTime.map { UInt64($0) }
         lock.withLock {
+            if let startRunningTime { fragmentStarts[sink, default: []].append(startRunningTime) }
             open[path] = OpenFragment(startNs: startNs, startMs: startMs, format: format, sink: sink,
                                       startRunningTime: startRunningTime, companions: companionSettings)
             writing = path
@@ -358,9 +370,14 @@ final class ChunkSink {
         }
         guard name == "splitmuxsink-fragment-closed", let runningTime = message.times["running-time"] else { return nil }
         // How the sink ended (if it did) decides whether this is its last chunk; see `Ending`.
-        let (fragment, ending) = lock.withLock { () -> (OpenFragment?, Ending?) in
-            guard let fragment = open.removeValue(forKey: location) else { return (nil, nil) }
-            return (fragment, endings[fragment.sink])
+        let (fragment, ending, successorStart) = lock.withLock { () -> (OpenFragment?, Ending?, UInt64?) in
+            guard let fragment = open.removeValue(forKey: location) else { return (nil, nil, nil) }
+            var next: UInt64?
+            if let start = fragment.startRunningTime {
+                next = fragmentStarts[fragment.sink]?.first { $0 > start }
+                fragmentStarts[fragment.sink]?.removeAll { $0 <= start }
+            }
+            return (fragment, endings[fragment.sink], next)
         }
         guard let fragment else {
             logger.warning("splitmuxsink closed \(location), which this recorder did not open")
@@ -371,7 +388,15 @@ final class ChunkSink {
         let closedAt = UInt64(runningTime)
         var endRunningTime = closedAt
         var isLast = false
+        logger.debug("\(location) closed at running time \(closedAt); it started at \(fragment.startRunningTime.map { "\($0)" } ?? "-"), the next chunk of its sink at \(successorStart.map { "\($0)" } ?? "-"), the last frame pushed at \(stats.lastFrameRunningTime)")
         switch ending {
+        case _ where successorStart != nil:
+            // The sink opened a chunk after this one: this one ends exactly where that one
+            // starts, whatever the message says. (Its running time is not always that: a stop
+            // while the privacy stage still held frames back, drained after the stop, once
+            // made a 2 s chunk close "at" its last keyframe's time, 1.1 s, and the last-frame
+            // test below then took it for the last chunk of the stream.)
+            endRunningTime = successorStart!
         case .stopped?:
             // After the stream ended no frame follows the last one recorded.
             isLast = closedAt >= stats.lastFrameRunningTime
@@ -385,12 +410,20 @@ final class ChunkSink {
             break
         }
         let endNs = UInt64(pipeline.baseTime) + endRunningTime
-        let finished = finalize(fragment: fragment, partialPath: location, endNs: endNs, stats: stats)
         if isLast { retireIfDone(fragment.sink) }
-        guard let (chunk, finalEndNs) = finished else { return nil }
+        if stats.recorded == 0 {
+            // splitmuxsink opens a fragment on caps alone; with no frame it holds no video.
+            logger.info("discarding \(location): the stream ended before any frame was recorded")
+            try? FileManager.default.removeItem(atPath: location)
+            return nil
+        }
+        let longest = UInt64(lock.withLock { max(timeline.written.chunkDurationMs, timeline.requested.chunkDurationMs) } + 60_000) * 1_000_000
+        let plausible = endNs > fragment.startNs && endNs - fragment.startNs < longest
         let lastOfStream: Bool
         if case .stopped? = ending, isLast { lastOfStream = true } else { lastOfStream = false }
-        return .finished(chunk, companionJob(for: fragment, endNs: finalEndNs, lastOfStream: lastOfStream))
+        return .finished(Closing(fragment: fragment, partialPath: location, endNs: endNs, stats: stats,
+                                 verify: verifyBeforeFinalizing || !plausible, storage: storage, logger: logger, probe: probe,
+                                 job: companionJob(for: fragment, endNs: endNs, lastOfStream: lastOfStream)))
     }
 
     /// The chunk's companions as its settings asked when it opened: the
@@ -420,19 +453,48 @@ final class ChunkSink {
     /// (a full disk), so each is checked to be playable before it is named.
     var verifyBeforeFinalizing = false
 
-    /// Renames a closed chunk to its final name; returns it and its end (wall-clock ns), nil when it is not kept.
-    private func finalize(fragment: OpenFragment, partialPath: String, endNs: UInt64, stats: FrameStatistics) -> (FinishedChunk, UInt64)? {
-        var endNs = endNs
-        if stats.recorded == 0 {
-            // splitmuxsink opens a fragment on caps alone; with no frame it holds no video.
-            logger.info("discarding \(partialPath): the stream ended before any frame was recorded")
-            try? FileManager.default.removeItem(atPath: partialPath)
-            return nil
+    /// How a closed chunk's file is measured when it must be (see `Closing.verify`):
+    /// a synchronous discoverer run, so only ever called on the worker.
+    var probe: @Sendable (URL) -> Double? = { MediaProbe.duration(of: $0) }
+
+    /// A chunk splitmuxsink closed, still under its partial name. Everything
+    /// the main loop knows is taken when the message comes; `finalize` then
+    /// runs on the recorder's worker, because it may probe the file (a
+    /// discoverer run of up to 10 s, which must never hold the main loop).
+    struct Closing: @unchecked Sendable {
+        let fragment: OpenFragment
+        let partialPath: String
+        let endNs: UInt64
+        let stats: FrameStatistics
+        /// Set after a pipeline error, or for an implausible span: the file is
+        /// probed and the chunk ends no later than its media.
+        let verify: Bool
+        let storage: URL
+        let logger: Logger
+        let probe: @Sendable (URL) -> Double?
+        /// The companions as the chunk's span says before any probe.
+        let job: CompanionJob
+
+        /// On the worker: the chunk under its final name and its companions' job; nil when it is not kept.
+        func finalize() -> (FinishedChunk, CompanionJob)? {
+            guard let (chunk, endNs) = ChunkSink.finalize(self) else { return nil }
+            var job = job
+            if endNs < job.endNs {
+                // The file holds less than the span said: the companions end where it does.
+                job.endNs = endNs
+                job.frameTimesMs = job.frameTimesMs?.filter { $0 < Int64(endNs / 1_000_000) }
+            }
+            return (chunk, job)
         }
-        let longest = UInt64(lock.withLock { max(timeline.written.chunkDurationMs, timeline.requested.chunkDurationMs) } + 60_000) * 1_000_000
-        let plausible = endNs > fragment.startNs && endNs - fragment.startNs < longest
-        if verifyBeforeFinalizing || !plausible {
-            guard let playable = MediaProbe.duration(of: URL(fileURLWithPath: partialPath)) else {
+    }
+
+    /// Renames a closed chunk to its final name; returns it and its end (wall-clock ns), nil when it is not kept.
+    private static func finalize(_ closing: Closing) -> (FinishedChunk, UInt64)? {
+        let fragment = closing.fragment, partialPath = closing.partialPath, stats = closing.stats, logger = closing.logger
+        let storage = closing.storage
+        var endNs = closing.endNs
+        if closing.verify {
+            guard let playable = closing.probe(URL(fileURLWithPath: partialPath)) else {
                 logger.warning("\(partialPath) is not playable; the repair pass handles it")
                 return nil
             }
@@ -607,6 +669,7 @@ final class ChunkSink {
             guard !open.values.contains(where: { $0.sink == sinkID }) else { return nil }
             endings[sinkID] = nil
             formats[sinkID] = nil
+            fragmentStarts[sinkID] = nil
             // The active sink ends with the whole pipeline; only swapped-out ones are removed here.
             return retired.removeValue(forKey: sinkID)
         }

@@ -1,3 +1,34 @@
+// Threads and locks of the frame path, in the order they may be taken (a
+// thread holding one may take only those below it), as gst-plugins-rs
+// elements write theirs down:
+//
+// 1. `FramePath.processing`: the thread that runs the processor and pushes
+//    (the capture chain's streaming thread in `handle`, or the recorder's
+//    worker in `finish`). Held across `process`/`drain` and the pushes.
+// 2. GStreamer locks taken inside calls out while pushing: appsrc's queue
+//    mutex (`gst_app_src_push_sample`, which may wait for room), the
+//    splitmuxsink's lock (`split-at-running-time` through `ChunkCuts`), the
+//    preview's and the QR scanner's own locks. Each is held only inside
+//    that call.
+// 3. `FramePath.lock`: counters and the keyframe queue; a leaf, never held
+//    across a call out.
+//
+// Never taken on the frame path: an element's STATE_LOCK. Both
+// `gst_element_send_event` and `gst_element_set_state` take it, and a state
+// change holds it while it waits for the element's streaming threads. So
+// the keyframe requests do not go through `gst_element_send_event` from the
+// pushing thread: the frames that start a chunk are queued here (3) and
+// appsrc's own streaming thread puts the force-key-unit event before each
+// (`AppSource.forceKeyframes`). And `unblock`, on the main loop, no longer
+// sets appsrc to NULL on its own: that held appsrc's STATE_LOCK while
+// waiting for appsrc's streaming thread, which can sit in a splitmuxsink
+// whose next file could not be opened (file descriptors exhausted) until
+// the pipeline's own state change releases it, while the pushing thread
+// waited for that STATE_LOCK in `gst_element_send_event`: the main loop
+// hung and SIGTERM went unanswered. `unblock` now only makes pushes return
+// (appsrc's queue mutex, briefly), and the pipeline goes to NULL as a whole,
+// sinks first, which releases every streaming thread from downstream up.
+
 import Foundation
 import GStreamerSupport
 
@@ -66,6 +97,11 @@ public final class FramePath: @unchecked Sendable {
     private var finished = false
     private var detached = false
     private var lastCaptureUptimeNs: UInt64?
+    /// Set by `unblock`: the pipeline is being torn down, nothing more is recorded.
+    private var tornDown = false
+    /// Presentation times of frames pushed to start a chunk, oldest first,
+    /// until they leave appsrc (where they get their keyframe request).
+    private var keyframesDue: [UInt64] = []
     /// Gets every recorded frame after the processor (set before the pipeline plays).
     public var preview: PreviewTap?
     /// Offered every captured frame before the processor, for pairing; its
@@ -100,6 +136,7 @@ public final class FramePath: @unchecked Sendable {
         // encoder falls behind: back-pressure, not memory growth.
         source.element.set("block", true)
         source.element.set("max-bytes", 64 * 1024 * 1024)
+        source.forceKeyframes { [weak self] pts in self?.keyframeDue(at: UInt64(pts)) ?? false }
         sink.setHandlers(onSample: { [weak self] sample in
             self?.handle(sample) ?? false
         }, onEndOfStream: { [weak self] in
@@ -132,11 +169,16 @@ public final class FramePath: @unchecked Sendable {
     private func push(_ frames: [Sample]) {
         for frame in frames {
             let runningTime = frame.runningTime
-            // A frame that starts a chunk must reach the encoder as a keyframe: the chunk is cut there.
-            if let chunkCuts, let runningTime, chunkCuts.startsChunk(at: UInt64(runningTime)) {
-                source.requestKeyframeForNextFrame()
+            if lock.withLock({ tornDown }) {
+                lock.withLock { stats.afterStop += 1 }
+                continue
             }
-            let pushed = source.push(frame)
+            // A frame that starts a chunk must reach the encoder as a keyframe: the chunk is cut there.
+            if let chunkCuts, let runningTime, let pts = frame.presentationTime, chunkCuts.startsChunk(at: UInt64(runningTime)) {
+                lock.withLock { keyframesDue.append(UInt64(pts)) }
+            }
+            // A push woken by `unblock` queued its frame into a pipeline being torn down: not recorded.
+            let pushed = source.push(frame) && !lock.withLock { tornDown }
             // What the encoder got, and only that, may be shown.
             if pushed { preview?.offer(frame) }
             lock.lock()
@@ -171,16 +213,35 @@ public final class FramePath: @unchecked Sendable {
         return lastCaptureUptimeNs
     }
 
+    /// The privacy stage's own counts, when it reports them (any thread).
+    public var privacyCounts: PrivacyStageCounts? { (processor as? PrivacyStageReporting)?.privacyCounts }
+
     public var statistics: FrameStatistics {
         lock.lock(); defer { lock.unlock() }
         return stats
     }
 
+    /// On appsrc's streaming thread, for each frame leaving it: true when it
+    /// starts a chunk and so must be preceded by a keyframe request.
+    private func keyframeDue(at pts: UInt64) -> Bool {
+        lock.withLock {
+            // Frames are in order; one that never left (a flush) must not hold the queue.
+            while let first = keyframesDue.first, first < pts { keyframesDue.removeFirst() }
+            guard keyframesDue.first == pts else { return false }
+            keyframesDue.removeFirst()
+            return true
+        }
+    }
+
     /// A push waiting for room in `blur_out` (an encoder that stopped
-    /// taking frames) returns at once: the pipeline is being torn down.
-    /// Call before stopping the pipeline while `finish` may still run.
+    /// taking frames) returns at once, and nothing more is pushed: the
+    /// pipeline is being torn down. Call on the main loop before stopping
+    /// the pipeline while `finish` may still run. Takes no element's
+    /// state lock and waits for no streaming thread (see the lock order
+    /// at the top of this file).
     public func unblock() {
-        source.element.setState(.null)
+        lock.withLock { tornDown = true }
+        source.stopBlocking()
     }
 
     /// Drops the sink's callbacks so nothing refers back to this object,

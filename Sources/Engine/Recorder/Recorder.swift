@@ -92,8 +92,16 @@ public final class Recorder {
     /// The service's clock: the retry backoff only waits, so a test may run it in virtual time.
     /// (The frame watchdog measures real time and stays on the main loop: RecordingSession.)
     private let clock: LoopClock
+    /// Measures a file's playable duration: a synchronous discoverer run of
+    /// up to 10 s, so called on `worker` only (the repair, checking a chunk
+    /// closed after an error). Tests put in one that never returns.
+    var mediaProbe: @Sendable (URL) -> Double? = { MediaProbe.duration(of: $0) }
     private var retryTimer: LoopTimer?
     private var retryDelay = RetryBackoff()
+    /// The failures of the retries since recording last worked: said once, not at every try.
+    private var failureLog = RepeatedFailureLog()
+    /// Set by `init`, which checked the pipeline and the privacy stage: the first `start` need not again.
+    private var checkedAtInit = true
     /// Set by `stop`: no restart or retry may start a pipeline after it.
     private var stopRequested = false
     private var pipelineFingerprint: String?
@@ -112,8 +120,40 @@ public final class Recorder {
         self.tuning = config.tuning
         preview = PreviewTap(settings: .init(framesPerSecond: config.console.previewFps, maximumWidth: config.console.previewWidth), clock: clock)
         GStreamer.initialize()
+        // Before the catalog creates the storage folder: a refused run leaves nothing behind.
+        try Self.validate(config, makeProcessor: makeProcessor)
         catalog = try ChunkCatalog(directory: URL(fileURLWithPath: config.recording.storageDirectory),
                                    logger: Logger(label: "allspark.catalog"))
+    }
+
+    /// Samples counters, CPU and temperature for `health` (started with the recorder).
+    private lazy var healthSampler = HealthSampler { [unowned self] in
+        (self.frameStatistics, self.session?.framePath.privacyCounts)
+    }
+
+    /// How recording goes now: the frame rate actually recorded, the privacy
+    /// stage's state over the last minute, CPU and temperature, and what
+    /// makes it degraded.
+    public var health: RecordingHealth {
+        MainLoop.preconditionOnLoop()
+        return healthSampler.health(recording: state == .recording, sourceFPS: frameStatistics.framesPerSecond,
+                                    stageNow: session?.framePath.privacyCounts)
+    }
+
+    /// Checks what a retry cannot fix: the pipeline file and the privacy stage
+    /// (fail closed now, not at the first frame). A missing pipeline file is
+    /// traced to the config line that names it.
+    static func validate(_ config: RecorderConfig, makeProcessor: (RecorderConfig) throws -> FrameProcessor) throws {
+        do {
+            _ = try PipelineLoader.load(file: config.recording.pipeline, variables: config.pipelineVariables,
+                                        privacyBoundary: config.privacy.faceBlur)
+        } catch {
+            guard FileManager.default.isReadableFile(atPath: config.recording.pipeline) else {
+                throw RecorderStartError("\(error) (the path is from \(config.origin(of: "recording.pipeline")))")
+            }
+            throw error
+        }
+        try makeProcessor(config).close()
     }
 
     /// Frames captured and recorded since the recorder started, over every pipeline run.
@@ -137,14 +177,13 @@ public final class Recorder {
     public func start() throws {
         MainLoop.preconditionOnLoop()
         stopRequested = false
-        // Validate before touching anything: a broken file is the user's to fix now.
-        _ = try PipelineLoader.load(file: config.recording.pipeline, variables: config.pipelineVariables,
-                                    privacyBoundary: config.privacy.faceBlur)
-        try makeProcessor(config).close()   // fail closed now, not at the first frame
+        // `init` checked them (before making the storage folder); a later start checks again.
+        if checkedAtInit { checkedAtInit = false } else { try Self.validate(config, makeProcessor: makeProcessor) }
         state = .waitingForSource
+        healthSampler.start()
         // The repair probes every file the index does not vouch for: on the worker.
-        worker.async { [catalog] in
-            let report = catalog.reconcile(probe: { MediaProbe.duration(of: $0) })
+        worker.async { [catalog, mediaProbe] in
+            let report = catalog.reconcile(probe: { mediaProbe(URL(fileURLWithPath: $0.reopenablePath)) })
             MainLoop.post { [weak self] in
                 guard let self else { return }
                 let summary = "storage \(catalog.directory.path): \(catalog.all.count) chunks, \(catalog.totalBytes / 1_048_576) MiB"
@@ -169,6 +208,7 @@ public final class Recorder {
                                            frameTimeout: config.recording.frameTimeoutSeconds,
                                            processor: processor, preview: preview, qrScanner: qrScanner,
                                            worker: worker, logger: logger)
+            session.probe = mediaProbe
             session.onChunkFinished = { [weak self] chunk in self?.chunkFinished(chunk) }
             session.onFirstFrame = { [weak self, weak session] in
                 guard let self, let session, session === self.session, self.state == .waitingForSource else { return }
@@ -190,11 +230,21 @@ public final class Recorder {
             logger.notice("started \(loaded.template.file), waiting for the source; chunks go to \(catalog.directory.path) as \(tuning.recordsVideo ? tuning.videoFormat.rawValue : "no video (none)") chunks of \(tuning.chunkDurationMs) ms (frames through \(processor.name); audio: \(loaded.audioSink == nil ? "no audio_in branch" : tuning.audioFormat.rawValue); timestamps: \(tuning.timestampFormat.rawValue))")
         } catch {
             lastProblem = "cannot start recording: \(error)"
-            logger.error("cannot start recording: \(error)")
+            logFailure(.error, "cannot start recording: \(error)")
             let failed = session
             session = nil
             failed?.stop { }
             scheduleRetry()
+        }
+    }
+
+    /// Logs a failure of a pipeline run at `level` the first time, then (the
+    /// same failure at every retry while the source stays away) at debug.
+    private func logFailure(_ level: Logger.Level, _ text: String) {
+        if failureLog.isNew(text) {
+            logger.log(level: level, "\(text)")
+        } else {
+            logger.debug("again (\(failureLog.quietRepeats) times in a row, retrying every \(String(format: "%g", retryDelay.maximum)) s): \(text)")
         }
     }
 
@@ -204,22 +254,22 @@ public final class Recorder {
             lastProblem = "pipeline error from \(element): \(message)"
             let next = inWriter ? "the chunk being written cannot be finished; stopping at once and retrying"
                                 : "finishing the current chunk and retrying"
-            logger.error("pipeline error from \(element): \(message); \(next)")
+            logFailure(.error, "pipeline error from \(element): \(message); \(next)")
         case .noFrames(let seconds, let everFlowed):
             let timeout = String(format: "%g", seconds)
             if everFlowed {
                 lastProblem = "the source sent no frame for \(timeout) s"
-                logger.warning("no frame from the source for \(timeout) s (recording.frame_timeout_s): a frozen camera or a stalled stream; finishing the chunk at its last frame and restarting the source")
+                logFailure(.warning, "no frame from the source for \(timeout) s (recording.frame_timeout_s): a frozen camera or a stalled stream; finishing the chunk at its last frame and restarting the source")
             } else {
                 lastProblem = "no frame reached the chunks within \(timeout) s of starting the pipeline"
-                logger.warning("waiting for the source: no frame reached the chunks within \(timeout) s of starting \((config.recording.pipeline as NSString).lastPathComponent) (no camera, a source that sends nothing, or an element that never passes frames on); restarting it")
+                logFailure(.warning, "waiting for the source: no frame reached the chunks within \(timeout) s of starting \((config.recording.pipeline as NSString).lastPathComponent) (no camera, a source that sends nothing, or an element that never passes frames on); restarting it")
             }
         case .diskFull(let message):
             lastProblem = "the disk is full"
             StorageGuard(catalog: catalog).diskFull(message, maxBytes: tuning.bufferMaxBytes)
         case .sourceEnded:
             lastProblem = "the source ended"
-            logger.warning("the source ended; restarting the pipeline")
+            logFailure(.warning, "the source ended; restarting the pipeline")
         }
         stopSession { [weak self] in self?.scheduleRetry() }
     }
@@ -261,8 +311,8 @@ public final class Recorder {
             self.addFinished(session.framePath.statistics)
             if self.session === session { self.session = nil }
             // Anything the pipeline could not finish is repaired now, not at the next boot.
-            self.worker.async { [catalog = self.catalog] in
-                catalog.reconcile(probe: { MediaProbe.duration(of: $0) })
+            self.worker.async { [catalog = self.catalog, mediaProbe = self.mediaProbe] in
+                catalog.reconcile(probe: { mediaProbe(URL(fileURLWithPath: $0.reopenablePath)) })
                 MainLoop.post { [weak self] in
                     guard let self else { return }
                     // A chunk abandoned on a full disk comes back through the repair, not as a
@@ -290,6 +340,7 @@ public final class Recorder {
         catalog.add(chunk.record)
         chunksRecorded += 1
         retryDelay.reset()
+        failureLog.reset()
         logger.info("chunk \(chunk.record.file): \(String(format: "%.3f", chunk.record.duration)) s, \(chunk.record.size) bytes")
         enforceRetention()
         onChunkFinished?(chunk)
@@ -310,6 +361,7 @@ public final class Recorder {
         state = .stopping
         stopSession { [weak self] in
             self?.state = .stopped
+            self?.healthSampler.stop()
             completion()
         }
     }
@@ -439,11 +491,17 @@ public final class Recorder {
 /// The link reads and pins chunks through RecorderControl (RecorderCore); settings go through the service's SettingsKeeper.
 extension Recorder: RecorderControl {}
 
-/// Exponential backoff for pipeline restarts: 1 s, 2 s, 4 s … capped at 30 s.
+/// When to try a failed source again: 1 s, then every 2 s for as long as it
+/// stays away. Not a growing back-off: a camera unplugged for ten minutes
+/// must record again within seconds of coming back (after a doubling
+/// back-off, up to 30 s more were lost). A try is cheap: the pipeline is
+/// parsed and started and fails at once while the source is missing; its
+/// repeated failures are logged once, then only when the reason changes
+/// (`RepeatedFailureLog`).
 struct RetryBackoff {
     private(set) var current: Double = 0
     let initial: Double = 1
-    let maximum: Double = 30
+    let maximum: Double = 2
 
     mutating func next() -> Double {
         current = current == 0 ? initial : min(maximum, current * 2)
@@ -451,6 +509,28 @@ struct RetryBackoff {
     }
 
     mutating func reset() { current = 0 }
+}
+
+/// Says a failure that repeats at every retry once at its level, then at
+/// debug, and again when it changes or after recording resumed.
+struct RepeatedFailureLog {
+    private var last: String?
+    private var repeats = 0
+
+    /// True when `reason` should be logged at its own level now.
+    mutating func isNew(_ reason: String) -> Bool {
+        // Numbers (times, counts) vary between tries of one failure.
+        let key = reason.filter { !$0.isNumber }
+        defer { last = key }
+        if key == last { repeats += 1; return false }
+        repeats = 0
+        return true
+    }
+
+    /// Repeats of the current failure not logged at its level.
+    var quietRepeats: Int { repeats }
+
+    mutating func reset() { last = nil; repeats = 0 }
 }
 
 extension MediaProbe {

@@ -56,6 +56,11 @@ final class RecordingSession {
         get { chunkSink.onSwitchFailed }
         set { chunkSink.onSwitchFailed = newValue }
     }
+    /// Measures a closed chunk's file when it must be checked (on the worker).
+    var probe: @Sendable (URL) -> Double? {
+        get { chunkSink.probe }
+        set { chunkSink.probe = newValue }
+    }
     /// Runs on the main loop when the first frame reaches the chunks.
     var onFirstFrame: (() -> Void)? {
         get { chunkSink.onFirstFrame }
@@ -144,8 +149,8 @@ final class RecordingSession {
         switch message.kind {
         case .element:
             switch chunkSink.handle(message) {
-            case .finished(let chunk, let job)?:
-                finished(chunk, job)
+            case .finished(let closing)?:
+                finished(closing)
             case .cannotCreate(let text, let noSpaceLeft)?:
                 writerFailed(message: text, noSpaceLeft: noSpaceLeft)
             case nil:
@@ -177,13 +182,16 @@ final class RecordingSession {
         }
     }
 
-    /// Writes the chunk's companions on the worker (in chunk order: it is
-    /// serial), then reports the chunk with them, on the main loop. The
-    /// report is kept even if this session is gone by then.
-    private func finished(_ chunk: FinishedChunk, _ job: CompanionJob) {
+    /// Names the chunk (probing its file first when it must be checked) and
+    /// writes its companions on the worker (in chunk order: it is serial),
+    /// then reports the chunk with them, on the main loop. The report is
+    /// kept even if this session is gone by then; a stop's completion, queued
+    /// on the same worker later, comes after it.
+    private func finished(_ closing: ChunkSink.Closing) {
         let deliver = onChunkFinished
         worker.async { [companions] in
-            var chunk = chunk
+            guard let (finished, job) = closing.finalize() else { return }
+            var chunk = finished
             chunk.companions = companions.write(job)
             MainLoop.post { deliver?(chunk) }
         }

@@ -33,10 +33,30 @@ struct StatusAnswer: Encodable {
         var scheme: String?
         var address: String?
     }
+    /// How recording goes (`Recorder.health`), with the status /healthz gives.
+    struct Health: Encodable {
+        struct Privacy: Encodable {
+            var behind: Bool
+            var heldFrames: Int
+            var lateLastMinute: Int
+            var droppedLastMinute: Int
+            var blackedOutLastMinute: Int
+            var hiddenShareLastMinute: Double
+        }
+        /// ok, degraded or not_recording.
+        var status: String
+        var problems: [String]
+        var recordedFramesPerSecond: Double?
+        var sourceFramesPerSecond: Double?
+        var cpuPercent: Double?
+        var temperatureCelsius: Double?
+        var privacy: Privacy?
+    }
     var version: String
     var device: String
     var time: Date
     var recording: Recording
+    var health: Health
     var storage: Storage
     var server: Server
 }

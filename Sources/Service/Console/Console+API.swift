@@ -24,11 +24,29 @@ extension Console {
                              height: (stats?.height ?? 0) > 0 ? stats?.height : nil,
                              framesPerSecond: (stats?.framesPerSecond ?? 0) > 0 ? stats?.framesPerSecond : nil,
                              privacy: config.privacy.faceBlur ? "faces pixelated (\(config.privacy.mode))" : "off: faces are recorded unblurred"),
+            health: healthAnswer(),
             storage: .init(path: config.recording.storageDirectory, chunks: chunks.count,
                            bytes: recorder?.catalog.totalBytes ?? 0, bufferMaxBytes: tuning.bufferMaxBytes,
                            diskFreeBytes: StorageGuard.freeBytes(at: URL(fileURLWithPath: config.recording.storageDirectory)), oldest: chunks.first.map { Date(timeIntervalSince1970: $0.start) },
                            newest: chunks.last.map { Date(timeIntervalSince1970: $0.end) }),
             server: linkState())
+    }
+
+    /// The recorder's health with the status /healthz gives: ok, degraded
+    /// (recording, but the privacy stage is behind or frames are lost) or not_recording.
+    func healthAnswer() -> StatusAnswer.Health {
+        guard let recorder = service.recorder else { return .init(status: "not_recording", problems: ["the recorder is stopped"]) }
+        let health = recorder.health
+        let status = recorder.state != .recording ? "not_recording" : health.problems.isEmpty ? "ok" : "degraded"
+        // Rounded for people and dashboards: the raw ratios carry noise, not information.
+        func round(_ value: Double?, _ places: Double) -> Double? { value.map { ($0 * places).rounded() / places } }
+        return .init(status: status, problems: health.problems,
+                     recordedFramesPerSecond: round(health.recordedFramesPerSecond, 10),
+                     sourceFramesPerSecond: health.sourceFramesPerSecond, cpuPercent: round(health.cpuPercent, 10),
+                     temperatureCelsius: round(health.temperatureCelsius, 10),
+                     privacy: health.privacy.map { .init(behind: $0.behind, heldFrames: $0.heldFrames, lateLastMinute: $0.lateLastMinute,
+                                                          droppedLastMinute: $0.droppedLastMinute, blackedOutLastMinute: $0.blackedOutLastMinute,
+                                                          hiddenShareLastMinute: (($0.hiddenShareLastMinute * 1000).rounded()) / 1000) })
     }
 
     /// The server link as the API names it: "none" (no link) or its state, the scheme while connected, the address.
@@ -316,6 +334,14 @@ extension Console {
             m.counter("uploads_finished_failed_total", "Uploads given up since the service started.", total: queue.finishedFailed)
         }
         m.gauge("uptime_seconds", "Seconds since the console started.", Date().timeIntervalSince(startedAt).rounded())
+        m.gauge("degraded", "1 while recording is degraded (the privacy stage behind, frames lost).", s.health.status == "degraded" ? 1 : 0)
+        m.gauge("recorded_frames_per_second", "Frames written to chunks per second over the last ~10 s.", s.health.recordedFramesPerSecond)
+        m.gauge("process_cpu_percent", "CPU use of the recorder over the last 2 s, in % of one core.", s.health.cpuPercent)
+        m.gauge("temperature_celsius", "The hottest thermal zone of the box.", s.health.temperatureCelsius)
+        if let privacy = s.health.privacy {
+            m.gauge("privacy_late_frames_last_minute", "Frames the privacy stage let go late in the last minute.", Double(privacy.lateLastMinute))
+            m.gauge("privacy_hidden_share_last_minute", "Share of the picture hidden as unconfirmed in the last minute.", privacy.hiddenShareLastMinute)
+        }
         return HTTPResponse(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")],
                             body: .data(Data(m.text().utf8)))
     }

@@ -212,14 +212,25 @@ public final class Console {
         }
     }
 
+    /// 200 `ok`, 200 `degraded` (still recording, so a liveness probe must not
+    /// restart it: a restart cures neither an overloaded CPU nor a slow
+    /// detector; alert on the body), 503 `not_recording`.
     private func health() -> HTTPResponse {
-        struct Health: Encodable { var status: String; var recording: String; var reason: String?; var server: String }
+        struct Health: Encodable {
+            var status: String; var recording: String; var reason: String?; var degraded: [String]?; var server: String
+            /// The same numbers as /api/v1/status (frame rate, privacy stage, CPU, temperature).
+            var health: StatusAnswer.Health
+        }
         let state = service.recorder?.state
         let server = service.link.map { "\($0.state)" } ?? "none"
         // Recording means frames reach the chunks now (the recorder leaves that state when they stop).
-        let ok = state == .recording
-        let reason = ok ? nil : (service.recorder?.lastProblem ?? "the recorder is \(state.map { "\($0)" } ?? "stopped")")
-        return json(ok ? 200 : 503, Health(status: ok ? "ok" : "not_recording", recording: state.map { "\($0)" } ?? "stopped",
-                                           reason: reason, server: server))
+        let recording = state == .recording
+        let reason = recording ? nil : (service.recorder?.lastProblem ?? "the recorder is \(state.map { "\($0)" } ?? "stopped")")
+        let details = healthAnswer()
+        let problems = recording ? details.problems : []
+        return json(recording ? 200 : 503, Health(status: !recording ? "not_recording" : problems.isEmpty ? "ok" : "degraded",
+                                                  recording: state.map { "\($0)" } ?? "stopped",
+                                                  reason: reason, degraded: problems.isEmpty ? nil : problems, server: server,
+                                                  health: details))
     }
 }

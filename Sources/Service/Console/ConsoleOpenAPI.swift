@@ -29,10 +29,10 @@ enum ConsoleOpenAPI {
     "/healthz": {
       "get": {
         "operationId": "health",
-        "summary": "Whether frames reach the chunks (for monitoring).",
+        "summary": "Whether frames reach the chunks, and whether recording is degraded (for monitoring).",
         "security": [],
         "responses": {
-          "200": { "description": "Recording.", "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Health" } } } },
+          "200": { "description": "Recording: status ok, or degraded (still recording, but the privacy stage is behind or frames are lost; `degraded` says what). A liveness probe should pass on 200; alert on the body's status.", "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Health" } } } },
           "503": { "description": "Not recording; the body says the state.", "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Health" } } } }
         }
       }
@@ -398,13 +398,42 @@ enum ConsoleOpenAPI {
       },
       "Health": {
         "type": "object",
-        "required": ["status", "recording", "server"],
+        "required": ["status", "recording", "server", "health"],
         "additionalProperties": false,
         "properties": {
-          "status": { "type": "string", "enum": ["ok", "not_recording"] },
+          "status": { "type": "string", "enum": ["ok", "degraded", "not_recording"] },
           "recording": { "type": "string" },
           "reason": { "type": "string", "description": "Why not, when not recording." },
-          "server": { "type": "string" }
+          "degraded": { "type": "array", "items": { "type": "string" }, "description": "What is wrong, when degraded." },
+          "server": { "type": "string" },
+          "health": { "$ref": "#/components/schemas/RecordingHealth" }
+        }
+      },
+      "RecordingHealth": {
+        "type": "object",
+        "required": ["status", "problems"],
+        "additionalProperties": false,
+        "properties": {
+          "status": { "type": "string", "enum": ["ok", "degraded", "not_recording"], "description": "As /healthz says it." },
+          "problems": { "type": "array", "items": { "type": "string" }, "description": "What makes recording degraded (empty when it is not)." },
+          "recorded_frames_per_second": { "type": "number", "description": "Frames written to chunks per second over the last ~10 s." },
+          "source_frames_per_second": { "type": "number", "description": "The frame rate the source announces." },
+          "cpu_percent": { "type": "number", "description": "This process's CPU use over the last 2 s, in % of one core." },
+          "temperature_celsius": { "type": "number", "description": "The hottest thermal zone of the box (/sys/class/thermal), when it has one." },
+          "privacy": {
+            "type": "object",
+            "description": "The privacy stage (absent when face_blur is off).",
+            "required": ["behind", "held_frames", "late_last_minute", "dropped_last_minute", "blacked_out_last_minute", "hidden_share_last_minute"],
+            "additionalProperties": false,
+            "properties": {
+              "behind": { "type": "boolean", "description": "Frames left late in the last minute, or one is held for more than 2 s now." },
+              "held_frames": { "type": "integer" },
+              "late_last_minute": { "type": "integer" },
+              "dropped_last_minute": { "type": "integer" },
+              "blacked_out_last_minute": { "type": "integer" },
+              "hidden_share_last_minute": { "type": "number", "description": "Share (0…1) of the picture recorded in the last minute hidden as unconfirmed by late frames." }
+            }
+          }
         }
       },
       "LoginRequest": {
@@ -433,12 +462,13 @@ enum ConsoleOpenAPI {
       },
       "Status": {
         "type": "object",
-        "required": ["version", "device", "time", "recording", "storage", "server"],
+        "required": ["version", "device", "time", "recording", "health", "storage", "server"],
         "additionalProperties": false,
         "properties": {
           "version": { "type": "string" },
           "device": { "type": "string" },
           "time": { "type": "string", "format": "date-time" },
+          "health": { "$ref": "#/components/schemas/RecordingHealth" },
           "recording": {
             "type": "object",
             "required": ["state", "frames_captured", "frames_recorded", "chunks_recorded", "video_format", "chunk_duration_ms", "pipeline", "privacy"],

@@ -19,6 +19,7 @@ enum ConsolePage {
   #indicator { width:.8em; height:.8em; border-radius:50%; background:var(--red); flex:none; }
   #indicator.connecting { background:var(--orange); } #indicator.connected { background:var(--green); } #indicator.none { background:#636366; }
   #lock { display:none; } #lock.on { display:inline; }
+  #rec { color:var(--red); font-weight:700; } #rec.degraded { color:var(--orange); }
   main { display:grid; gap:.8em; padding:.8em; grid-template-columns:1fr; }
   #live { position:relative; background:#000; aspect-ratio:16/9; width:100%; border-radius:6px; overflow:hidden; }
   #live img { width:100%; height:100%; object-fit:contain; display:block; }
@@ -52,6 +53,7 @@ enum ConsolePage {
 <div id="app" class="hidden">
   <header>
     <span id="indicator" title="server connection"></span><span id="lock" title="encrypted (wss)">&#128274;</span>
+    <span id="rec" class="hidden" role="status"></span>
     <h1 id="device">allspark-recorder</h1>
     <button id="logout">Log out</button>
   </header>
@@ -133,7 +135,11 @@ async function refresh() {
     fill($("recording"), [["state", s.recording.state], ["frames", s.recording.frames_recorded + " recorded / " + s.recording.frames_captured + " captured"],
       ["picture", s.recording.width ? s.recording.width + "×" + s.recording.height + " @ " + s.recording.frames_per_second.toFixed(0) + " fps" : "—"],
       ["chunks", s.recording.video_format + ", " + s.recording.chunk_duration_ms / 1000 + " s"], ["privacy", s.recording.privacy],
-      ["problem", s.recording.last_problem || "none"]]);
+      ["problem", s.recording.last_problem || "none"], ["health", s.health.status + (s.health.problems.length ? ": " + s.health.problems.join("; ") : "")]]);
+    // REC while frames reach the chunks; degraded (still recording) said plainly.
+    const rec = $("rec"); rec.classList.toggle("hidden", s.health.status === "not_recording");
+    rec.classList.toggle("degraded", s.health.status === "degraded");
+    rec.textContent = s.health.status === "degraded" ? "● REC degraded" : "● REC"; rec.title = s.health.problems.join("\n");
     fill($("server"), [["state", s.server.state + (s.server.scheme ? " (" + s.server.scheme + ")" : "")], ["address", s.server.address || "none"]]);
     fill($("storage"), [["used", size(s.storage.bytes) + " of " + size(s.storage.buffer_max_bytes)], ["disk free", s.storage.disk_free_bytes != null ? size(s.storage.disk_free_bytes) : "?"],
       ["chunks", String(s.storage.chunks)], ["oldest", s.storage.oldest ? new Date(s.storage.oldest).toLocaleString() : "—"]]);

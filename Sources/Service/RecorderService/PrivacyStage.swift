@@ -14,7 +14,8 @@ public enum PrivacyStage {
                                      metrics: metrics)
         } catch {
             throw RecorderStartError("""
-                privacy.face_blur = true, but faces cannot be detected: \(error). \
+                privacy.face_blur = true, but faces cannot be detected: \(error) \
+                (the model's path is from \(config.origin(of: "privacy.model"))). \
                 Refusing to record rather than store faces. Fix that (scripts/setup installs the model), \
                 or set privacy.face_blur = false in \(config.sourceFile) (--set privacy.face_blur=false) to record without blurring.
                 """)

@@ -135,20 +135,39 @@ final class UploadQueue {
     static let automaticRequestWindow: TimeInterval = 600
     private static let recentChunkLimit = 256
 
+    /// How far a requested range's ends may miss a chunk boundary by rounding alone: a
+    /// millisecond, well below a frame (4 ms at 240 fps). Times come back from the server's
+    /// JSON a few microseconds off (Python prints 17 digits, JSONSerialization on Linux
+    /// keeps about 15: …411.6669254 → …411.666926), and a range ending 1 µs past its chunk
+    /// would otherwise overlap the next one, wait for it and upload it too.
+    static let rangeTolerance: Double = 0.001
+
+    /// `[from, to)` narrowed by `rangeTolerance` at both ends (a range too short for that is kept as asked).
+    static func withoutRoundingSlack(from: Double, to: Double) -> (Double, Double) {
+        guard to - from > 4 * rangeTolerance else { return (from, to) }
+        return (from + rangeTolerance, to - rangeTolerance)
+    }
+
+    private static func overlaps(_ chunk: ChunkRecord, _ watch: Watch) -> Bool {
+        let (from, to) = withoutRoundingSlack(from: watch.from, to: watch.to)
+        return chunk.overlaps(from: from, to: to)
+    }
+
     /// True when `[start, end)` is exactly the range of one chunk finished lately: the request
     /// a server's autoUpload makes after that chunk's `chunkSaved` (an operator asks for time
     /// ranges, which match a chunk's to the millisecond only by chance).
     func isAutomaticRequest(start: Double, end: Double) -> Bool {
         let now = clock.now
         return recentChunks.contains {
-            abs($0.start - start) < 0.0005 && abs($0.end - end) < 0.0005
+            abs($0.start - start) < Self.rangeTolerance && abs($0.end - end) < Self.rangeTolerance
                 && now.timeIntervalSince($0.finished) <= Self.automaticRequestWindow
         }
     }
 
     /// Queues the finished chunks overlapping `[from, to)`; with `recording`,
     /// chunks still to finish that overlap it follow when they are finished.
-    func request(from: Double, to: Double, recording: Bool, chunkDuration: Double, reason: String) {
+    func request(from asked: Double, to askedEnd: Double, recording: Bool, chunkDuration: Double, reason: String) {
+        let (from, to) = Self.withoutRoundingSlack(from: asked, to: askedEnd)
         let finished = catalog.chunks(from: from, to: to)
         var queued = 0, already = 0, bytes: Int64 = 0
         for chunk in finished {
@@ -160,7 +179,8 @@ final class UploadQueue {
         if waitsForMore {
             // The chunk being written (and, for a range in the future, the ones after it) will overlap.
             let expires = max(to, clock.now.timeIntervalSince1970) + 2 * chunkDuration + 30
-            watches.append(Watch(from: from, to: to, expires: expires, reason: reason))
+            // Kept as asked (the queue shows it); compared with the tolerance when chunks finish.
+            watches.append(Watch(from: asked, to: askedEnd, expires: expires, reason: reason))
         }
         let summary = "\(reason): \(queued) chunk(s) queued (\(String(format: "%.1f", Double(bytes) / 1_048_576)) MiB)"
             + deliveredText
@@ -175,13 +195,13 @@ final class UploadQueue {
         recentChunks.append((chunk.start, chunk.end, clock.now))
         if recentChunks.count > Self.recentChunkLimit { recentChunks.removeFirst(recentChunks.count - Self.recentChunkLimit) }
         let now = clock.now.timeIntervalSince1970
-        for watch in watches where chunk.overlaps(from: watch.from, to: watch.to) {
+        for watch in watches where Self.overlaps(chunk, watch) {
             if enqueue(chunk, reason: watch.reason) {
                 logger.info("\(watch.reason): \(chunk.file) finished and queued")
             }
         }
         watches.removeAll { watch in
-            if chunk.end >= watch.to { return true }
+            if chunk.end >= Self.withoutRoundingSlack(from: watch.from, to: watch.to).1 { return true }
             if now > watch.expires {
                 logger.warning("\(watch.reason): stopped waiting for chunks up to \(watch.to); none came in time")
                 return true

@@ -8,6 +8,7 @@
 //
 // Prints one line per event on stdout, written at once:
 //   listening 127.0.0.1:<port>
+//   uploads <folder>         where uploads land (removed when it stops)
 //   connections <n>          whenever the number of open WebSockets changes
 //   received <text message>  each text message from a client, in order
 // SIGTERM or SIGINT stops it.
@@ -37,7 +38,10 @@ do {
     FileHandle.standardError.write(Data("allspark-test-server: cannot listen: \(error)\n".utf8))
     exit(1)
 }
+// Before saying where it listens: a signal sent right after that line still stops it cleanly.
+let signals = [SIGTERM, SIGINT].map { MainLoop.onSignal($0) { loop.quit() } }
 say("listening \(server.address)")
+say("uploads \(server.uploadDirectory.path)")
 // The server keeps what it saw; report what is new, on the main loop that serves it.
 var printedTexts = 0
 var connections = 0
@@ -50,7 +54,8 @@ let reporter = MainLoop.every(0.02) {
     }
     return true
 }
-let signals = [SIGTERM, SIGINT].map { MainLoop.onSignal($0) { loop.quit() } }
 loop.run()
 _ = (signals, reporter)
 server.kill()
+// A global's deinit never runs at exit: the upload folder would stay in /tmp.
+try? FileManager.default.removeItem(at: server.uploadDirectory.url)

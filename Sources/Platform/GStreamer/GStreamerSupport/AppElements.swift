@@ -103,13 +103,42 @@ public final class AppSource {
 
     public func endOfStream() { _ = gst_app_src_end_of_stream(source) }
 
-    /// Makes the next frame pushed a keyframe (with the stream headers):
-    /// a downstream force-key-unit event, which appsrc queues in order with
-    /// the frames, so the encoder gets it just before that frame.
-    public func requestKeyframeForNextFrame() {
-        let none = GStreamer.clockTimeNone
-        guard let event = gst_video_event_new_downstream_force_key_unit(none, none, none, 1, 0) else { return }
-        _ = gst_element_send_event(element.pointer, event)   // takes the event
+    /// Makes the frames `isDue` picks reach the encoder as keyframes (with
+    /// the stream headers): as each buffer leaves appsrc, on appsrc's own
+    /// streaming thread, `isDue` gets its presentation time, and when it
+    /// says so a downstream force-key-unit event goes out just before it,
+    /// in order with the frames. Call once, before the pipeline plays.
+    ///
+    /// Not `gst_element_send_event` from the thread that pushes: that takes
+    /// appsrc's STATE_LOCK, which a state change holds while it waits for
+    /// streaming threads, and a frame path blocked on it can deadlock one.
+    public func forceKeyframes(when isDue: @escaping (_ presentationTime: ClockTime) -> Bool) {
+        guard let pad = element.staticPad("src") else { return }
+        let box = CallbackBox(isDue)
+        _ = gst_pad_add_probe(pad.pointer, GST_PAD_PROBE_TYPE_BUFFER, { pad, info, data in
+            guard let pad, let info, let data, let buffer = cgst_pad_probe_info_buffer(info) else { return GST_PAD_PROBE_OK }
+            let pts = cgst_buffer_pts(buffer)
+            guard cgst_clock_time_is_valid(pts) != 0, CallbackBox<(ClockTime) -> Bool>.from(data)(pts) else { return GST_PAD_PROBE_OK }
+            let none = GStreamer.clockTimeNone
+            // The probe runs without the pad's lock; pushing an event from it is allowed and stays in order.
+            if let event = gst_video_event_new_downstream_force_key_unit(none, none, none, 1, 0) {
+                _ = gst_pad_push_event(pad, event)   // takes the event
+            }
+            return GST_PAD_PROBE_OK
+        }, box.retainedPointer, { CallbackBox<(ClockTime) -> Bool>.release($0) })
+    }
+
+    /// Makes every push return at once from now on, without a state change:
+    /// a push waiting for room (an encoder that stopped taking frames) is
+    /// woken and queues its frame, and later ones never wait. For tearing
+    /// the pipeline down: taking appsrc's state lock here instead (setting
+    /// it to NULL on its own) waits for its streaming thread, which may be
+    /// stuck in a sink downstream that only the pipeline's own state change
+    /// releases.
+    public func stopBlocking() {
+        element.set("block", false)
+        // Changing max-bytes wakes a push waiting for room (appsrc signals the change); 0 is no limit.
+        element.set("max-bytes", 0)
     }
 
     /// Pushes raw bytes as one buffer with the given timestamps (caps are
