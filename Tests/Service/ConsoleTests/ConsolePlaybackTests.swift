@@ -1,0 +1,140 @@
+import XCTest
+@testable import Console
+import Foundation
+import GLibSupport
+import RecorderTestSupport
+
+/// Playback in a real browser: the day's timeline shows what is on the box,
+/// a click plays that moment in the page's <video> and playback runs on
+/// into the next chunk; thumbnails come from the recorded chunks; a range
+/// downloads as ONE MP4 whose length is the range's.
+final class ConsolePlaybackTests: XCTestCase {
+    var fixture: ConsoleFixture!
+    var browser: HeadlessBrowser!
+
+    override func setUpWithError() throws {
+        fixture = try ConsoleFixture()
+        browser = try HeadlessBrowser()
+    }
+
+    override func tearDown() {
+        browser?.close()
+        fixture?.stop()
+    }
+
+    func js(_ expression: String) throws -> Any? { try browser.evaluate(expression) }
+    func text(_ expression: String) -> String { String(describing: (try? js(expression)) ?? "nil") }
+
+    func logIn() throws {
+        try browser.open(fixture.base + "/")
+        XCTAssertTrue(browser.wait(10, until: "!document.getElementById('login').classList.contains('hidden')"))
+        _ = try js("document.getElementById('password').value = '\(fixture.password)'; document.getElementById('login').requestSubmit(); true")
+        XCTAssertTrue(browser.wait(15, until: "!document.getElementById('app').classList.contains('hidden')"), "logged in")
+    }
+
+    func testFindAMomentPlayItOnAcrossChunksAndDownloadARangeAsOneMP4() throws {
+        let recorder = try XCTUnwrap(fixture.service.recorder)
+        XCTAssertTrue(waitOnMainLoop(30) { recorder.catalog.all.count >= 8 }, "eight 1 s chunks")
+        try logIn()
+        XCTAssertTrue(browser.wait(15, until: "document.querySelectorAll('#timeline .span').length > 0 && document.querySelectorAll('#zoom .span').length > 0"),
+                      "the day's timeline shows the recording: \(text("document.getElementById('day-summary').textContent"))")
+
+        // A moment: half a second into the third chunk, clicked on the hour's bar.
+        let chunks = recorder.catalog.all
+        let moment = (chunks[2].start + 0.5) * 1000
+        _ = try js("""
+            (() => { const [from, to] = zoomWindow(), bar = document.getElementById('zoom'), box = bar.getBoundingClientRect();
+              const x = box.left + box.width * (\(moment) - from) / (to - from);
+              bar.dispatchEvent(new MouseEvent('click', { clientX: x, clientY: box.top + 5, bubbles: true })); return true; })()
+            """)
+        XCTAssertTrue(browser.wait(20, until: "!!playing && document.getElementById('player').readyState >= 2"),
+                      "the chunk loads: \(text("JSON.stringify({ playing: playing && playing.name, error: document.getElementById('player').error && document.getElementById('player').error.message })"))")
+        let clicked = try XCTUnwrap(try js("playing.startMs") as? Double)
+        XCTAssertLessThanOrEqual(abs(clicked - moment), 3000 * 1.5 + 1000, "the chunk at (about) the moment clicked: a pixel is ~3 s of the hour")
+        // Plays: currentTime advances, and at the chunk's end the next chunk follows.
+        let start = try XCTUnwrap(try js("document.getElementById('player').currentTime") as? Double)
+        XCTAssertTrue(browser.wait(15, until: "document.getElementById('player').currentTime > \(start + 0.3)"),
+                      "currentTime advances: \(text("document.getElementById('player').currentTime + ' paused=' + document.getElementById('player').paused"))")
+        let first = try XCTUnwrap(try js("playing.name") as? String)
+        XCTAssertTrue(browser.wait(20, until: "playing.name !== '\(first)' && document.getElementById('player').currentTime > 0.2"),
+                      "playback went on into the next chunk: \(text("playing.name"))")
+        XCTAssertGreaterThan(try XCTUnwrap(try js("chosen") as? Double), clicked + 1000, "the moment shown moved past the boundary")
+
+        // Seeking across a boundary: a click further on loads that chunk and plays from there.
+        let later = (chunks[6].start + 0.2) * 1000
+        _ = try js("playAt(\(later)); true")
+        XCTAssertTrue(browser.wait(15, until: "playing.name === '\(chunks[6].file)' && document.getElementById('player').currentTime > 0.2"),
+                      "played from a later chunk: \(text("playing.name"))")
+
+        // Thumbnails of the hour come from the recorded chunks.
+        XCTAssertTrue(browser.wait(20, until: "[...document.querySelectorAll('#thumbs img')].some((i) => i.complete && i.naturalWidth === 320)"),
+                      "a thumbnail 320 pixels wide: \(text("[...document.querySelectorAll('#thumbs img')].map((i) => i.src + ' ' + i.naturalWidth).join(', ')"))")
+
+        // Download chunks 2…5 as one MP4: 4 s, with the page's own form and URL.
+        let from = chunks[2].start, to = chunks[5].end
+        _ = try js("document.getElementById('export-from').value = clock(\(from * 1000)); document.getElementById('export-to').value = clock(\(to * 1000)); true")
+        let fetched = try js("""
+            (async () => {
+              const r = await fetch(exportURL(), { credentials: 'same-origin' });
+              const bytes = new Uint8Array(await r.arrayBuffer());
+              let text = ''; for (const b of bytes) text += String.fromCharCode(b);
+              return JSON.stringify({ status: r.status, type: r.headers.get('content-type'), disposition: r.headers.get('content-disposition'), data: btoa(text) });
+            })()
+            """) as? String ?? ""
+        let answer = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(fetched.utf8)) as? [String: Any], fetched)
+        XCTAssertEqual(answer["status"] as? Int, 200, fetched.prefix(300).description)
+        XCTAssertEqual(answer["type"] as? String, "video/mp4")
+        XCTAssertTrue((answer["disposition"] as? String ?? "").contains("front-door_"), "\(answer["disposition"] ?? "")")
+        let data = try XCTUnwrap(Data(base64Encoded: answer["data"] as? String ?? ""))
+        let scratch = TemporaryDirectory()
+        let file = scratch.file("range.mp4")
+        try data.write(to: file)
+        let report = try discover(file)
+        // The range is whole seconds of clock time; the clip's own length is its frames' (cuts on frames).
+        let expected = floor(to) - floor(from)
+        XCTAssertEqual(report.duration ?? 0, expected, accuracy: 1.1, "one MP4 as long as the range: \(report.output)")
+        XCTAssertTrue(report.output.contains("H.264"), report.output)
+        XCTAssertEqual(Double(try countFrames(in: file)), ((report.duration ?? 0) * 30).rounded(), accuracy: 3, "every frame of the range, once")
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: fixture.storage.file("chunks").path).filter { $0.hasPrefix(".export-") }
+        XCTAssertEqual(leftovers, [], "the joined file is gone once sent")
+    }
+
+    func testThumbnailsAndDownloadsRefuseWhatTheyCannotServe() throws {
+        let recorder = try XCTUnwrap(fixture.service.recorder)
+        XCTAssertTrue(waitOnMainLoop(30) { recorder.catalog.all.count >= 2 })
+        let auth = ["-u", "admin:\(fixture.password)"]
+        XCTAssertEqual(try consoleRequest(fixture.base, "/api/v1/thumbnail.jpg?t=yesterday", auth).status, 422)
+        XCTAssertEqual(try consoleRequest(fixture.base, "/api/v1/thumbnail.jpg?t=-1&width=5000", auth).status, 422)
+        XCTAssertEqual(try consoleRequest(fixture.base, "/api/v1/thumbnail.jpg?t=-3", []).status, 401, "behind the login")
+        let chunk = recorder.catalog.all[0]
+        let picture = try consoleRequest(fixture.base, "/api/v1/thumbnail.jpg?t=\(chunk.start + 0.5)&width=64", auth)
+        XCTAssertEqual(picture.status, 200)
+        XCTAssertEqual(picture.headers["content-type"], "image/jpeg")
+        XCTAssertEqual(Array(picture.body.prefix(2)), [0xFF, 0xD8], "a JPEG")
+        XCTAssertEqual(fixture.console.media.thumbnails.count, 1, "kept in the cache")
+        XCTAssertEqual(try consoleRequest(fixture.base, "/api/v1/export.mp4?from=-10", auth).status, 422, "to is required")
+        XCTAssertEqual(try consoleRequest(fixture.base, "/api/v1/export.mp4?from=-10&to=-20", auth).status, 422, "from before to")
+        XCTAssertEqual(try consoleRequest(fixture.base, "/api/v1/export.mp4?from=-90000&to=-1", auth).status, 422, "at most 3 hours")
+        XCTAssertEqual(try consoleRequest(fixture.base, "/api/v1/export.mp4?from=1000&to=2000", auth).status, 404, "nothing recorded in 1970")
+    }
+
+    func testTheLogViewShowsRecentLinesFilteredAndEscaped() throws {
+        let logs = fixture.console.logs
+        logs.append(level: .warning, label: "allspark.test", message: "a <b>bold</b> line\nwith a second line")
+        logs.append(level: .debug, label: "allspark.test", message: "quiet detail")
+        try logIn()
+        _ = try js("document.getElementById('log-level').value = 'info'; document.getElementById('log-panel').open = true; true")
+        XCTAssertTrue(browser.wait(10, until: "document.getElementById('log-lines').textContent.includes('a <b>bold</b> line')"),
+                      "the line is shown as text: \(text("document.getElementById('log-lines').innerHTML.slice(-400)"))")
+        XCTAssertEqual(try js("document.querySelectorAll('#log-lines b').length") as? Int, 0, "nothing in a line is markup")
+        XCTAssertEqual(try js("document.getElementById('log-lines').textContent.includes('with a second line') && document.getElementById('log-lines').textContent.includes('\\\\n')") as? Bool, true,
+                       "one record, one line: the line break escaped")
+        XCTAssertEqual(try js("document.getElementById('log-lines').textContent.includes('quiet detail')") as? Bool, false, "below the level chosen")
+        _ = try js("document.getElementById('log-level').value = 'trace'; document.getElementById('log-filter').value = 'quiet'; document.getElementById('log-filter').dispatchEvent(new Event('input')); true")
+        XCTAssertTrue(browser.wait(10, until: "document.getElementById('log-lines').textContent.includes('quiet detail') && !document.getElementById('log-lines').textContent.includes('bold')"),
+                      "filtered: \(text("document.getElementById('log-lines').textContent.slice(-300)"))")
+        let auth = ["-u", "admin:\(fixture.password)"]
+        XCTAssertEqual(try consoleRequest(fixture.base, "/api/v1/logs", []).status, 401, "behind the login")
+        XCTAssertEqual(try consoleRequest(fixture.base, "/api/v1/logs?level=loud", auth).status, 422)
+    }
+}
