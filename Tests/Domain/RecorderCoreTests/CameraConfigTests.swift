@@ -44,7 +44,7 @@ final class CameraConfigTests: XCTestCase {
                 XCTAssertTrue(text.contains("${\(name)}"), "\(name) is named: \(text)")
             }
             XCTAssertTrue(text.contains("6 unknown variables"), text)
-            XCTAssertTrue(text.contains("${device} (line 7)"), text)
+            XCTAssertTrue(text.contains("${device} (line 6)"), text)
         }
         // One missing: named as before, with its line.
         XCTAssertThrowsError(try PipelineTemplate(text: "videotestsrc\n ! x264enc bitrate=${rate}", file: "p.pipeline", variables: [:])) { error in
