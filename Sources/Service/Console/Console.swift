@@ -16,7 +16,7 @@ public final class Console {
     let service: RecorderService
     private let settings: RecorderConfig.Console
     let server: HTTPServer
-    private let auth: ConsoleAuth
+    let auth: ConsoleAuth
     let logger: Logger
     let startedAt = Date()
     /// Live preview streams answered since the console started (metrics, and tests that a layout change never reloads it).
@@ -113,6 +113,8 @@ public final class Console {
         case ("GET", "/api/v1/thumbnail.jpg"): return thumbnail(request)
         case ("GET", "/api/v1/export.mp4"): return export(request)
         case ("GET", "/api/v1/logs"): return recentLogs(request)
+        case ("POST", "/api/v1/password"): return changePassword(request, proof: proof)
+        case ("GET", "/api/v1/pipeline"): return pipelineView()
         case ("GET", _) where path.hasPrefix("/api/v1/chunks/"), ("HEAD", _) where path.hasPrefix("/api/v1/chunks/"):
             return download(String(path.dropFirst("/api/v1/chunks/".count)), request: request)
         default:
@@ -147,7 +149,7 @@ public final class Console {
             ?? Data("{}".utf8)
     }
 
-    private func answer(_ refusal: ConsoleAuth.Refusal, challenge: Bool) -> HTTPResponse {
+    func answer(_ refusal: ConsoleAuth.Refusal, challenge: Bool) -> HTTPResponse {
         switch refusal {
         case .unauthenticated(let why):
             let header: [(String, String)] = challenge ? [("WWW-Authenticate", "Basic realm=\"allspark-recorder\", charset=\"UTF-8\"")] : []

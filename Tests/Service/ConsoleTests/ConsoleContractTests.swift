@@ -84,6 +84,8 @@ final class ConsoleContractTests: XCTestCase {
             ("GET", "/api/v1/export.mp4", [200, 401, 404, 422, 500, 503, 507]),
             ("GET", "/api/v1/logs", [200, 401, 422]),
             ("GET", "/favicon.ico", [200]),
+            ("POST", "/api/v1/password", [204, 400, 401, 403, 422, 429]),
+            ("GET", "/api/v1/pipeline", [200, 401]),
             ("GET", "/metrics", [200, 401]),
             ("GET", "/api/v1/openapi.json", [200, 401]),
         ]
@@ -156,6 +158,11 @@ final class ConsoleContractTests: XCTestCase {
         XCTAssertNotNil(logs.json()["last"])
         try check(contract, "GET", "/api/v1/logs?level=shouting", auth, expect: 422)
         try check(contract, "GET", "/favicon.ico", expect: 200)
+        let pipeline = try check(contract, "GET", "/api/v1/pipeline", auth, expect: 200)
+        XCTAssertEqual(pipeline.json()["ok"] as? Bool, true, pipeline.text)
+        try check(contract, "POST", "/api/v1/password", auth + ["--data", #"{"old":"not it","new":"long enough"}"#], expect: 403)
+        try check(contract, "POST", "/api/v1/password", auth + ["--data", #"{"old":"\#(fixture.password)","new":"short"}"#], expect: 422)
+        try check(contract, "POST", "/api/v1/password", auth + ["--data", "[1]"], expect: 400)
         try check(contract, "POST", "/api/v1/logout", ["-H", "Cookie: \(cookie)", "-H", "X-CSRF-Token: \(csrf)"], expect: 204)
 
         // The live stream, cut by the client after 2 s: parts of the documented boundary, each a JPEG.

@@ -113,6 +113,30 @@ final class ConsolePlaybackTests: XCTestCase {
         XCTAssertEqual(leftovers, [], "the joined file is gone once sent")
     }
 
+    /// The documentation's pictures (opt-in): `ALLSPARK_CONSOLE_SHOTS=docs swift test --filter ConsolePlaybackTests/testScreenshots`
+    /// writes docs/console-desktop.png and docs/console-portrait.png, the page in the dark theme playing a recorded moment.
+    func testScreenshots() throws {
+        guard let folder = ProcessInfo.processInfo.environment["ALLSPARK_CONSOLE_SHOTS"] else { throw XCTSkip("set ALLSPARK_CONSOLE_SHOTS to a folder") }
+        let recorder = try XCTUnwrap(fixture.service.recorder)
+        XCTAssertTrue(waitOnMainLoop(40) { recorder.catalog.all.count >= 12 })
+        fixture.console.logs.append(level: .notice, label: "allspark.console", message: "console: admin logged in from 192.168.1.23")
+        try browser.command("Emulation.setEmulatedMedia", ["features": [["name": "prefers-color-scheme", "value": "dark"]]])
+        try logIn()
+        XCTAssertTrue(browser.wait(15, until: "document.getElementById('preview').naturalWidth > 0 && document.querySelectorAll('#zoom .span').length > 0"))
+        let moment = (recorder.catalog.all[4].start + 0.4) * 1000
+        _ = try js("playAt(\(moment)); document.getElementById('log-panel').open = true; true")
+        XCTAssertTrue(browser.wait(20, until: "document.getElementById('player').readyState >= 2 && [...document.querySelectorAll('#thumbs img')].some((i) => i.complete && i.naturalWidth > 0)"))
+        for (name, width, mobile) in [("desktop", 1280, false), ("portrait", 390, true)] {
+            try browser.resize(width: width, height: 800, mobile: mobile)
+            runMainLoop(seconds: 1.5)
+            let height = try XCTUnwrap(try js("Math.ceil(document.documentElement.scrollHeight)") as? Int)
+            try browser.resize(width: width, height: min(height, 2400), mobile: mobile)
+            runMainLoop(seconds: 1.5)
+            _ = try js("document.getElementById('player').pause(); true")
+            try browser.screenshot().write(to: URL(fileURLWithPath: "\(folder)/console-\(name).png"))
+        }
+    }
+
     func testThumbnailsAndDownloadsRefuseWhatTheyCannotServe() throws {
         let recorder = try XCTUnwrap(fixture.service.recorder)
         XCTAssertTrue(waitOnMainLoop(30) { recorder.catalog.all.count >= 2 })
