@@ -148,6 +148,8 @@ extension Console {
 
     /// Streams a file from its descriptor, a piece whenever the client took the last, then closes it.
     static func send(_ descriptor: Int32, into stream: HTTPStream) {
+        // The client may have gone while the file was made.
+        guard !stream.isClosed else { close(descriptor); return }
         var done = false
         let finish = {
             guard !done else { return }
@@ -167,7 +169,12 @@ extension Console {
                 stream.write(piece.prefix(n))
             }
         }
-        stream.onClose = finish
+        // Chained: the HTTP server's own close handler (it lets go of the stream) must still run.
+        let serverClose = stream.onClose
+        stream.onClose = {
+            finish()
+            serverClose?()
+        }
         stream.onWritable = pump
         pump()
     }
