@@ -42,6 +42,7 @@ final class ConsolePageTests: XCTestCase {
         XCTAssertTrue(browser.wait(20, until: "document.getElementById('indicator').className === 'connected'"),
                       "green: \(String(describing: try? js("document.getElementById('indicator').className + ' ' + document.getElementById('server-result').textContent")))")
         XCTAssertEqual(try js("document.getElementById('lock').classList.contains('on')") as? Bool, false, "ws, no lock")
+        XCTAssertTrue(browser.wait(10, until: "!document.getElementById('send-row').classList.contains('hidden')"), "a server: Send to server shows")
         XCTAssertTrue(waitOnMainLoop(10) { server.clientNames.contains("front-door") }, "the server got clientInfo: \(server.texts)")
         XCTAssertEqual(fixture.service.configuration.server.host, server.address)
         XCTAssertEqual(fixture.service.configuration.server.verifyTLS, false)

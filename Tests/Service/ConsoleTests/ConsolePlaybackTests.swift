@@ -84,6 +84,11 @@ final class ConsolePlaybackTests: XCTestCase {
         XCTAssertTrue(browser.wait(20, until: "[...document.querySelectorAll('#thumbs img')].some((i) => i.complete && i.naturalWidth === 320)"),
                       "a thumbnail 320 pixels wide: \(text("[...document.querySelectorAll('#thumbs img')].map((i) => i.src + ' ' + i.naturalWidth).join(', ')"))")
 
+        // One clock, 24 h: the range fields and every time shown (headless chromium's locale is en-US, 12 h by default).
+        XCTAssertEqual(try js("/^([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]$/.test(document.getElementById('export-from').value)") as? Bool, true,
+                       text("document.getElementById('export-from').value"))
+        XCTAssertEqual(try js("/\\b(AM|PM)\\b/.test(document.body.innerText)") as? Bool, false, "no 12 h time on the page")
+
         // Download chunks 2…5 as one MP4: 4 s, with the page's own form and URL.
         let from = chunks[2].start, to = chunks[5].end
         _ = try js("document.getElementById('export-from').value = clock(\(from * 1000)); document.getElementById('export-to').value = clock(\(to * 1000)); true")
