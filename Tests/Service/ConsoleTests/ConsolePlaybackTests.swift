@@ -181,3 +181,30 @@ final class ConsolePlaybackTests: XCTestCase {
         XCTAssertEqual(try consoleRequest(fixture.base, "/api/v1/logs?level=loud", auth).status, 422)
     }
 }
+
+/// The log view's ring and the thumbnail cache stay bounded.
+final class ConsoleMemoryBoundsTests: XCTestCase {
+    func testTheLogRingKeepsTheNewestRecordsOnly() {
+        let ring = RecentLogs(capacity: 5)
+        for i in 1...12 { ring.append(level: i % 2 == 0 ? .warning : .info, label: "t", message: "line \(i)") }
+        XCTAssertEqual(ring.records().map(\.message), (8...12).map { "line \($0)" }, "the last five, oldest first")
+        XCTAssertEqual(ring.records(atLeast: .warning).map(\.message), ["line 8", "line 10", "line 12"])
+        XCTAssertEqual(ring.records(after: 10).map(\.sequence), [11, 12])
+        XCTAssertEqual(ring.records(containing: "LINE 1", limit: 2).map(\.message), ["line 11", "line 12"])
+        ring.append(level: .info, label: "t", message: String(repeating: "x", count: 10_000))
+        XCTAssertLessThanOrEqual(ring.records().last?.message.count ?? 0, 4001, "a runaway line is cut")
+    }
+
+    func testTheThumbnailCacheIsBoundedByCountAndBytes() {
+        let cache = BoundedCache(maximumCount: 3, maximumBytes: 100)
+        for key in ["a", "b", "c"] { cache.insert(Data(count: 10), for: key) }
+        _ = cache.value(for: "a")                       // used: "b" is now the oldest
+        cache.insert(Data(count: 10), for: "d")
+        XCTAssertNil(cache.value(for: "b"))
+        XCTAssertNotNil(cache.value(for: "a"))
+        cache.insert(Data(count: 90), for: "e")          // bytes: drops the oldest until it fits
+        XCTAssertLessThanOrEqual(cache.bytes, 100)
+        XCTAssertNotNil(cache.value(for: "e"))
+        XCTAssertLessThanOrEqual(cache.count, 3)
+    }
+}
