@@ -161,6 +161,24 @@ final class ConsolePlaybackTests: XCTestCase {
         XCTAssertEqual(try consoleRequest(fixture.base, "/api/v1/export.mp4?from=1000&to=2000", auth).status, 404, "nothing recorded in 1970")
     }
 
+    /// The day is fetched once; the polls after it ask only for what is newer than the last chunk known.
+    func testTheDayIsFetchedOnceThenOnlyWhatIsNew() throws {
+        let recorder = try XCTUnwrap(fixture.service.recorder)
+        XCTAssertTrue(waitOnMainLoop(30) { recorder.catalog.all.count >= 2 })
+        try browser.open(fixture.base + "/")
+        _ = try js("""
+            window.asked = []; const plain = window.fetch;
+            window.fetch = (url, options) => { if (String(url).startsWith('/api/v1/chunks?')) window.asked.push(String(url)); return plain(url, options); }; true
+            """)
+        XCTAssertTrue(browser.wait(10, until: "!document.getElementById('login').classList.contains('hidden')"))
+        _ = try js("document.getElementById('password').value = '\(fixture.password)'; document.getElementById('login').requestSubmit(); true")
+        XCTAssertTrue(browser.wait(20, until: "window.asked.length >= 3"), "the page polls: \(text("JSON.stringify(window.asked)"))")
+        let asked = try XCTUnwrap(try js("window.asked.map((u) => Date.parse(decodeURIComponent(new URL(u, location.href).searchParams.get('from'))))") as? [Double])
+        let midnight = try XCTUnwrap(try js("startOfDay(Date.now())") as? Double)
+        XCTAssertEqual(asked.first, midnight, "the first asks for the whole day")
+        XCTAssertTrue(asked.dropFirst().allSatisfy { $0 > midnight }, "later ones only for what is newer: \(asked)")
+    }
+
     func testTheLogViewShowsRecentLinesFilteredAndEscaped() throws {
         let logs = fixture.console.logs
         logs.append(level: .warning, label: "allspark.test", message: "a <b>bold</b> line\nwith a second line")
