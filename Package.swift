@@ -23,6 +23,7 @@ import PackageDescription
 //   RecorderService    the service core: recorder + privacy stage + link + discovery + settings, one lifecycle
 //   Console            the web console, REST API, metrics and live preview over the service core
 // Sources/App       allspark-recorder, the command line
+// Sources/Build     embed-resources, the tool of the EmbedResources build plugin (Plugins/): data files into code
 // Tests mirror this (Tests/<layer>/<Target>Tests); Tests/Support holds the shared test libraries and helper executables.
 
 let logging = Target.Dependency.product(name: "Logging", package: "swift-log")
@@ -113,10 +114,19 @@ let package = Package(
                 path: "Sources/Service/RecorderService"),
         .target(name: "Console",
                 dependencies: ["RecorderService", "AllSparkProtocol", "Recorder", "Storage", "RecorderCore", "ServerLink",
-                               "SoupSupport", "GLibSupport", logging,
+                               "SoupSupport", "GLibSupport", "GStreamerSupport", logging,
                                .product(name: "Crypto", package: "swift-crypto"),
                                .product(name: "_CryptoExtras", package: "swift-crypto")],
-                path: "Sources/Service/Console"),
+                path: "Sources/Service/Console",
+                // The page (console.html) and the API document (openapi.json), embedded at build time.
+                exclude: ["Resources"],
+                plugins: ["EmbedResources"]),
+
+        // MARK: Build tools
+
+        // Turns a target's Resources/ files into Swift source (EmbeddedResources), see the plugin.
+        .executableTarget(name: "embed-resources", path: "Sources/Build/embed-resources"),
+        .plugin(name: "EmbedResources", capability: .buildTool(), dependencies: ["embed-resources"], path: "Plugins/EmbedResources"),
 
         // MARK: App
 

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Console
 import Foundation
 import GStreamerSupport
 import Logging
@@ -45,16 +46,19 @@ struct CommonOptions: ParsableArguments {
         let format = format.resolved()
         StandardError.format = format
         LoggingSystem.bootstrap { label in
+            let output: LogHandler
             switch format {
             case .journald:
                 var handler = JournaldLogHandler(label: label)
                 handler.logLevel = level
-                return handler
+                output = handler
             case .plain, .auto:
                 var handler = StreamLogHandler.standardError(label: label)
                 handler.logLevel = level
-                return handler
+                output = handler
             }
+            // Also into the recent-log ring the console's log view shows (same level as the output).
+            return MultiplexLogHandler([output, RecentLogs.shared.handler(label: label, level: level)])
         }
     }
 }

@@ -14,7 +14,7 @@ public enum ServerMessage: Equatable, Sendable {
     case clientConfig(ClientConfigUpdate)
     /// `{"command":"uploadTimeRange","startTime":s,"endTime":s}`, validated: finite, start < end.
     case uploadTimeRange(start: Double, end: Double, message: String?)
-    /// `{"command":"record",…}` with optional `duration` (s) and `autoUpload`.
+    /// `{"command":"record",…}` with optional `duration` (sent in ms, held here in s) and `autoUpload`.
     case record(message: String?, duration: Double?, autoUpload: Bool)
     /// Any other command: logged, nothing done.
     case otherCommand(name: String)
@@ -56,7 +56,8 @@ public enum ServerMessage: Equatable, Sendable {
                 }
                 return .success(.uploadTimeRange(start: start, end: end, message: message))
             case "record":
-                let duration = number(json["duration"]).flatMap { $0.isFinite && $0 > 0 ? $0 : nil }
+                // In milliseconds: the only client that knew the command, the iOS app 0.2, read it so.
+                let duration = number(json["duration"]).flatMap { $0.isFinite && $0 > 0 ? $0 / 1000 : nil }
                 return .success(.record(message: message, duration: duration, autoUpload: jsonBool(json["autoUpload"]) ?? false))
             default:
                 return .success(.otherCommand(name: command))

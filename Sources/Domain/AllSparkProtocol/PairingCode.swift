@@ -13,6 +13,11 @@ public struct PairingCode: Equatable, Sendable {
     /// kept when it named one (so the link tries only that scheme).
     public let host: String
 
+    /// The schemes to try, in order, as the iOS app does: a code's scheme is a hint, not a rule.
+    /// Servers show `ws://` even when they run TLS, so `ws://`, `http://` and bare codes try wss
+    /// first and ws second; a `wss://` or `https://` code tries only wss (never a downgrade).
+    public var schemesToTry: [ServerAddress.Scheme] { address.explicitScheme == .wss ? [.wss] : [.wss, .ws] }
+
     /// Longest text considered (a host name is at most 253 characters).
     static let maximumLength = 300
 

@@ -57,11 +57,25 @@ public struct PipelineTemplate: Sendable {
         secrets = variables.filter { Self.isSecret($0.key) && !$0.value.isEmpty }.map(\.value).sorted { $0.count > $1.count }
         var lines: [Line] = []
         var number = 0
+        // Every variable the file lacks, named at once: one run of check-pipeline lists all that
+        // a new camera's config must set, not one per run.
+        var missing: [(name: String, line: Int)] = []
         for raw in text.split(separator: "\n", omittingEmptySubsequences: false) {
             number += 1
             let stripped = try Self.stripComment(String(raw), file: file, line: number)
-            let substituted = try Self.substitute(stripped, variables: variables, file: file, line: number)
+            let substituted = try Self.substitute(stripped, variables: variables, file: file, line: number) { name in
+                if !missing.contains(where: { $0.name == name }) { missing.append((name, number)) }
+            }
             lines.append(Line(number: number, text: substituted.trimmingCharacters(in: .whitespaces)))
+        }
+        if let first = missing.first {
+            let known = variables.keys.sorted()
+            let defined = known.isEmpty ? "" : " (defined: \(known.joined(separator: ", ")))"
+            if missing.count == 1 {
+                throw PipelineError(file: file, line: first.line, reason: "unknown variable ${\(first.name)}; set it under [pipeline.vars] in the config or with --set pipeline.vars.\(first.name)=VALUE" + defined)
+            }
+            let names = missing.map { "${\($0.name)} (line \($0.line))" }.joined(separator: ", ")
+            throw PipelineError(file: file, line: first.line, reason: "\(missing.count) unknown variables: \(names); set them under [pipeline.vars] in the config or with --set pipeline.vars.NAME=VALUE" + defined)
         }
         self.lines = lines
         try checkLinks()
@@ -91,7 +105,9 @@ public struct PipelineTemplate: Sendable {
     }
 
     /// Replaces `${name}` with its value; `$$` is a literal `$`.
-    static func substitute(_ line: String, variables: [String: String], file: String, line number: Int) throws -> String {
+    /// A variable with no value goes to `missing` and is replaced by nothing.
+    static func substitute(_ line: String, variables: [String: String], file: String, line number: Int,
+                           missing: (String) -> Void) throws -> String {
         var out = ""
         var rest = Substring(line)
         while let dollar = rest.firstIndex(of: "$") {
@@ -105,12 +121,7 @@ public struct PipelineTemplate: Sendable {
                     throw PipelineError(file: file, line: number, reason: "'${' without a closing '}'")
                 }
                 let name = String(after[after.index(after: after.startIndex)..<close])
-                guard let value = variables[name] else {
-                    let known = variables.keys.sorted()
-                    throw PipelineError(file: file, line: number, reason: "unknown variable ${\(name)}; set it under [pipeline.vars] in the config or with --set pipeline.vars.\(name)=VALUE"
-                        + (known.isEmpty ? "" : " (defined: \(known.joined(separator: ", ")))"))
-                }
-                out += value
+                if let value = variables[name] { out += value } else { missing(name) }
                 rest = after[after.index(after: close)...]
             } else {
                 out += "$"

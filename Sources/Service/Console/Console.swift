@@ -16,11 +16,15 @@ public final class Console {
     let service: RecorderService
     private let settings: RecorderConfig.Console
     let server: HTTPServer
-    private let auth: ConsoleAuth
+    let auth: ConsoleAuth
     let logger: Logger
     let startedAt = Date()
     /// Live preview streams answered since the console started (metrics, and tests that a layout change never reloads it).
     var previewStreamsServed = 0
+    /// Thumbnails and downloads of recorded ranges (see Console+Playback).
+    let media = MediaWork()
+    /// The log records the log view shows (the app fills the shared ring).
+    let logs: RecentLogs
 
     /// The address the console answers on (the port the system chose, when 0 was asked for).
     public var port: Int { server.port }
@@ -53,10 +57,11 @@ public final class Console {
 
     /// Listens as `[console]` says. A password is generated (and logged once)
     /// when none was set with `set-password`.
-    public init(service: RecorderService, logger: Logger = Logger(label: "allspark.console")) throws {
+    public init(service: RecorderService, logger: Logger = Logger(label: "allspark.console"), logs: RecentLogs = .shared) throws {
         MainLoop.preconditionOnLoop()
         self.service = service
         self.logger = logger
+        self.logs = logs
         let config = service.configuration
         settings = config.console
         let password = ConsolePassword(storageDirectory: config.recording.storageDirectory)
@@ -64,6 +69,7 @@ public final class Console {
             logger.notice("console: no password was set, so one was made: user \(ConsolePassword.user), password \(generated) (change it with: allspark-recorder set-password --config \(config.sourceFile))")
         }
         auth = ConsoleAuth(password: password, secure: settings.tlsCertificate != nil, logger: logger)
+        MediaWork.removeLeftovers(in: config.recording.storageDirectory)
         server = try HTTPServer(host: settings.host, port: settings.port,
                                 certificatePath: settings.tlsCertificate, keyPath: settings.tlsKey, limits: Self.limits)
         server.admit { [unowned self] head, decide in self.admit(head, decide) }
@@ -81,7 +87,8 @@ public final class Console {
     /// Requests that need no password (the page, health, logging in).
     private static func isOpen(_ request: HTTPRequest) -> Bool {
         switch (request.method, request.path) {
-        case (_, "/healthz"), ("POST", "/api/v1/login"), ("GET", "/"), ("GET", "/index.html"): return true
+        case (_, "/healthz"), ("POST", "/api/v1/login"), ("GET", "/"), ("GET", "/index.html"),
+             ("GET", "/favicon.ico"), ("GET", "/favicon.svg"): return true
         default: return false
         }
     }
@@ -112,9 +119,14 @@ public final class Console {
     func respond(to request: HTTPRequest) -> HTTPResponse {
         let path = request.path
         if path == "/healthz" { return health() }
+        if path == "/favicon.ico" || path == "/favicon.svg", request.method == "GET" {
+            // Asked for by every browser before any login: an icon, not a 401 in the console's log.
+            return HTTPResponse(status: 200, headers: [("Content-Type", "image/svg+xml"), ("Cache-Control", "public, max-age=86400")],
+                                body: .data(ConsoleResources.icon))
+        }
         if path == "/" || path == "/index.html", request.method == "GET" {
             // The page itself holds nothing private; it asks for the password and then uses the API.
-            return HTTPResponse(status: 200, headers: pageHeaders, body: .data(Data(ConsolePage.html.utf8)))
+            return HTTPResponse(status: 200, headers: pageHeaders, body: .data(ConsoleResources.page))
         }
         let proof: ConsoleAuth.Proof
         // Proven from the head (admit); a request that did not pass there has only what needs no password.
@@ -144,6 +156,11 @@ public final class Console {
         case ("GET", "/metrics"): return metrics()
         case ("GET", "/api/v1/preview.mjpeg"): return previewStream()
         case ("GET", "/api/v1/snapshot.jpg"): return snapshot()
+        case ("GET", "/api/v1/thumbnail.jpg"): return thumbnail(request)
+        case ("GET", "/api/v1/export.mp4"): return export(request)
+        case ("GET", "/api/v1/logs"): return recentLogs(request)
+        case ("POST", "/api/v1/password"): return changePassword(request, proof: proof)
+        case ("GET", "/api/v1/pipeline"): return pipelineView()
         case ("GET", _) where path.hasPrefix("/api/v1/chunks/"), ("HEAD", _) where path.hasPrefix("/api/v1/chunks/"):
             return download(String(path.dropFirst("/api/v1/chunks/".count)), request: request)
         default:
@@ -178,7 +195,7 @@ public final class Console {
             ?? Data("{}".utf8)
     }
 
-    private func answer(_ refusal: ConsoleAuth.Refusal, challenge: Bool) -> HTTPResponse {
+    func answer(_ refusal: ConsoleAuth.Refusal, challenge: Bool) -> HTTPResponse {
         switch refusal {
         case .unauthenticated(let why):
             let header: [(String, String)] = challenge ? [("WWW-Authenticate", "Basic realm=\"allspark-recorder\", charset=\"UTF-8\"")] : []

@@ -112,6 +112,21 @@ final class ConsoleAuth {
         }
     }
 
+    /// Replaces the password when `old` is the current one (failures count as failed logins);
+    /// every other session and every remembered Basic header stop working, `keeping` goes on.
+    func changePassword(old: String, new: String, from address: String, keeping kept: Session?) -> Result<Void, Refusal> {
+        if let wait = blockedSeconds(address) { return .failure(.throttled(seconds: wait)) }
+        guard password.verify(old) else {
+            failed(address)
+            return .failure(.unauthenticated("the current password is wrong"))
+        }
+        do { try password.set(new) } catch { return .failure(.forbidden("\(error)")) }
+        failures[address] = nil
+        sessions = sessions.filter { $0.key == kept?.token }
+        provenBasic = [:]
+        return .success(())
+    }
+
     func logout(_ request: HTTPRequest) {
         if let token = sessionToken(request) { sessions[token] = nil }
     }

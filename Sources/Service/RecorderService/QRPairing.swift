@@ -69,7 +69,7 @@ final class QRPairing {
         }
         checking = text
         logger.info("pairing: QR code names \(code.host); asking it for /api/health")
-        checkHealth(code.address, schemes: code.address.candidates) { [weak self] result in
+        checkHealth(code.address, schemes: code.schemesToTry) { [weak self] result in
             guard let self else { return }
             self.checking = nil
             guard !self.finished else { return }

@@ -23,6 +23,17 @@ final class PairingCodeTests: XCTestCase {
         XCTAssertEqual(try PairingCode("[::1]:9080/").host(with: .wss), "wss://[::1]:9080")
     }
 
+    /// As the iOS app pairs: the code's scheme is a hint. Servers show ws:// even when they run TLS,
+    /// so ws://, http:// and bare codes try wss first, then ws; only a wss/https code is held to TLS.
+    func testACodesSchemeIsAHintExceptThatTLSIsNeverDowngraded() throws {
+        for text in ["192.168.1.20:9080", "ws://192.168.1.20:9080", "http://192.168.1.20:9080/"] {
+            XCTAssertEqual(try PairingCode(text).schemesToTry, [.wss, .ws], text)
+        }
+        for text in ["wss://192.168.1.20:9080", "https://192.168.1.20:9080"] {
+            XCTAssertEqual(try PairingCode(text).schemesToTry, [.wss], text)
+        }
+    }
+
     func testAnythingElseIsRefused() {
         let bad = [
             "", "   ", "allspark.local",                    // no port

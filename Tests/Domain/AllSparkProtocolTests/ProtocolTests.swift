@@ -111,8 +111,10 @@ final class MessageTests: XCTestCase {
     func testCommands() {
         XCTAssertEqual(parse(#"{"command":"uploadTimeRange","startTime":1700000000.5,"endTime":1700000300,"message":"last 5 min"}"#),
                        .uploadTimeRange(start: 1_700_000_000.5, end: 1_700_000_300, message: "last 5 min"))
-        XCTAssertEqual(parse(#"{"command":"record","message":"go","duration":30,"autoUpload":true}"#),
+        // The obsolete record command's duration is in milliseconds (the iOS app 0.2 sent ms).
+        XCTAssertEqual(parse(#"{"command":"record","message":"go","duration":30000,"autoUpload":true}"#),
                        .record(message: "go", duration: 30, autoUpload: true))
+        XCTAssertEqual(parse(#"{"command":"record","duration":1500}"#), .record(message: nil, duration: 1.5, autoUpload: false))
         XCTAssertEqual(parse(#"{"command":"record"}"#), .record(message: nil, duration: nil, autoUpload: false))
         XCTAssertEqual(parse(#"{"command":"reboot"}"#), .otherCommand(name: "reboot"))
         XCTAssertEqual(parse(#"{"status":"success","message":"Video uploaded successfully"}"#),

@@ -102,8 +102,22 @@ final class PipelineLoaderTests: XCTestCase {
         XCTAssertTrue(bad.output.contains("\(path):5: no element 'x264encc'"), bad.output)
         let missingVar = try runTool(recorderExecutable, ["check-pipeline", repoPath("pipelines/test.pipeline")])
         XCTAssertNotEqual(missingVar.status, 0)
-        XCTAssertTrue(missingVar.output.contains("test.pipeline:9: unknown variable ${width}"), missingVar.output)
+        // Every variable it lacks, in one run.
+        XCTAssertTrue(missingVar.output.contains("test.pipeline:9: "), missingVar.output)
+        for name in ["width", "height", "framerate", "bitrate_kbps"] {
+            XCTAssertTrue(missingVar.output.contains("${\(name)}"), missingVar.output)
+        }
         _ = dir
+    }
+
+    /// config/cameras/*.toml pass check-pipeline on their own pipelines: every variable set, every element installed.
+    func testEveryCameraConfigPassesCheckPipeline() throws {
+        for (config, pipeline) in [("usb", "v4l2"), ("usb-raw", "v4l2-raw"), ("rtsp", "rtsp"), ("http-mjpeg", "http-mjpeg")] {
+            let result = try runTool(recorderExecutable, ["check-pipeline", repoPath("pipelines/\(pipeline).pipeline"),
+                                                          "--config", repoPath("config/cameras/\(config).toml")])
+            XCTAssertEqual(result.status, 0, "\(config): \(result.output)")
+            XCTAssertTrue(result.output.contains("OK"), "\(config): \(result.output)")
+        }
     }
 
     // MARK: The privacy boundary (issue 10, item 7)

@@ -80,6 +80,12 @@ final class ConsoleContractTests: XCTestCase {
             ("GET", "/api/v1/servers", [200, 401]),
             ("GET", "/api/v1/preview.mjpeg", [200, 401, 503]),
             ("GET", "/api/v1/snapshot.jpg", [200, 401, 503]),
+            ("GET", "/api/v1/thumbnail.jpg", [200, 401, 404, 410, 422, 500, 503]),
+            ("GET", "/api/v1/export.mp4", [200, 401, 404, 422, 500, 503, 507]),
+            ("GET", "/api/v1/logs", [200, 401, 422]),
+            ("GET", "/favicon.ico", [200]),
+            ("POST", "/api/v1/password", [204, 400, 401, 403, 422, 429]),
+            ("GET", "/api/v1/pipeline", [200, 401]),
             ("GET", "/metrics", [200, 401]),
             ("GET", "/api/v1/openapi.json", [200, 401]),
         ]
@@ -141,6 +147,22 @@ final class ConsoleContractTests: XCTestCase {
         try check(contract, "PATCH", "/api/v1/server", auth + ["--data", #"{"host":"","discovery":false}"#], expect: 200)
         try check(contract, "GET", "/metrics", auth, expect: 200)
         try check(contract, "GET", "/api/v1/snapshot.jpg", auth, expect: 200)
+        try check(contract, "GET", "/api/v1/thumbnail.jpg?t=\(first.start + 0.2)&width=96", auth, expect: 200)
+        try check(contract, "GET", "/api/v1/thumbnail.jpg?t=soon", auth, expect: 422)
+        try check(contract, "GET", "/api/v1/thumbnail.jpg?t=1000", auth, expect: 200)   // before the first chunk: its first picture
+        let range = try check(contract, "GET", "/api/v1/export.mp4?from=\(first.start)&to=\(first.end)", auth, expect: 200)
+        XCTAssertGreaterThan(range.body.count, 1000)
+        try check(contract, "GET", "/api/v1/export.mp4?from=1000&to=1001", auth, expect: 404)
+        try check(contract, "GET", "/api/v1/export.mp4?from=-1&to=-2", auth, expect: 422)
+        let logs = try check(contract, "GET", "/api/v1/logs?level=info&limit=5", auth, expect: 200)
+        XCTAssertNotNil(logs.json()["last"])
+        try check(contract, "GET", "/api/v1/logs?level=shouting", auth, expect: 422)
+        try check(contract, "GET", "/favicon.ico", expect: 200)
+        let pipeline = try check(contract, "GET", "/api/v1/pipeline", auth, expect: 200)
+        XCTAssertEqual(pipeline.json()["ok"] as? Bool, true, pipeline.text)
+        try check(contract, "POST", "/api/v1/password", auth + ["--data", #"{"old":"not it","new":"long enough"}"#], expect: 403)
+        try check(contract, "POST", "/api/v1/password", auth + ["--data", #"{"old":"\#(fixture.password)","new":"short"}"#], expect: 422)
+        try check(contract, "POST", "/api/v1/password", auth + ["--data", "[1]"], expect: 400)
         try check(contract, "POST", "/api/v1/logout", ["-H", "Cookie: \(cookie)", "-H", "X-CSRF-Token: \(csrf)"], expect: 204)
 
         // The live stream, cut by the client after 2 s: parts of the documented boundary, each a JPEG.

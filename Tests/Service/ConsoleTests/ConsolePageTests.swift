@@ -42,6 +42,7 @@ final class ConsolePageTests: XCTestCase {
         XCTAssertTrue(browser.wait(20, until: "document.getElementById('indicator').className === 'connected'"),
                       "green: \(String(describing: try? js("document.getElementById('indicator').className + ' ' + document.getElementById('server-result').textContent")))")
         XCTAssertEqual(try js("document.getElementById('lock').classList.contains('on')") as? Bool, false, "ws, no lock")
+        XCTAssertTrue(browser.wait(10, until: "!document.getElementById('send-row').classList.contains('hidden')"), "a server: Send to server shows")
         XCTAssertTrue(waitOnMainLoop(10) { server.clientNames.contains("front-door") }, "the server got clientInfo: \(server.texts)")
         XCTAssertEqual(fixture.service.configuration.server.host, server.address)
         XCTAssertEqual(fixture.service.configuration.server.verifyTLS, false)
@@ -89,6 +90,57 @@ final class ConsolePageTests: XCTestCase {
         XCTAssertEqual(try js("document.getElementById('settings-result').classList.contains('error-text')") as? Bool, true, "shown as an error")
         XCTAssertEqual(try js("document.getElementById('chunk-seconds').value") as? String, "3", "reloaded")
         XCTAssertEqual(recorder.currentTuning.chunkDurationMs, 3000, "the stale change changed nothing")
+    }
+
+    /// The form's bounds are the API's: half a second is refused by the form (the API refuses it too),
+    /// one second is the least both take; the buffer size is set from the form.
+    func testTheSettingsFormTakesWhatTheAPITakesAndSetsTheBuffer() throws {
+        try logIn()
+        XCTAssertTrue(browser.wait(10, until: "document.getElementById('chunk-seconds').value === '1'"))
+        XCTAssertEqual(try js("document.getElementById('chunk-seconds').value = '0.5'; document.getElementById('chunk-seconds').checkValidity()") as? Bool, false,
+                       "0.5 s is refused by the form, as by the API (chunk_duration_ms 1000…)")
+        XCTAssertEqual(try js("document.getElementById('chunk-seconds').value = '1'; document.getElementById('chunk-seconds').checkValidity()") as? Bool, true)
+        let recorder = try XCTUnwrap(fixture.service.recorder)
+        let bounds = fixture.service.configuration.server.bounds
+        _ = try js("document.getElementById('buffer-mb').value = '\(bounds.minBufferMB)'; document.getElementById('settings-form').requestSubmit(); true")
+        XCTAssertTrue(browser.wait(10, until: "document.getElementById('settings-result').textContent.startsWith('Saved')"),
+                      "\(String(describing: try? js("document.getElementById('settings-result').textContent")))")
+        XCTAssertEqual(recorder.currentTuning.bufferMaxMB, bounds.minBufferMB)
+    }
+
+    /// The password from the page: the current one is checked, the new one works, the old one no longer does.
+    func testChangeThePasswordFromThePage() throws {
+        try logIn()
+        _ = try js("document.getElementById('password-panel').open = true; true")
+        let set = { (old: String, new: String, again: String) in
+            _ = try self.js("document.getElementById('old-password').value = '\(old)'; document.getElementById('new-password').value = '\(new)'; document.getElementById('new-password-again').value = '\(again)'; document.getElementById('password-form').requestSubmit(); true")
+        }
+        try set("wrong one", "a new secret", "a new secret")
+        XCTAssertTrue(browser.wait(10, until: "document.getElementById('password-result').textContent.includes('wrong')"), "a wrong current password is said so")
+        XCTAssertFalse(try js("document.getElementById('app').classList.contains('hidden')") as? Bool ?? true, "still logged in")
+        try set(fixture.password, "a new secret", "another one")
+        XCTAssertTrue(browser.wait(10, until: "document.getElementById('password-result').textContent.includes('differ')"))
+        try set(fixture.password, "a new secret", "a new secret")
+        XCTAssertTrue(browser.wait(10, until: "document.getElementById('password-result').textContent.startsWith('Changed')"),
+                      "\(String(describing: try? js("document.getElementById('password-result').textContent")))")
+        XCTAssertEqual(try consoleRequest(fixture.base, "/api/v1/status", ["-u", "admin:\(fixture.password)"]).status, 401, "the old password no longer works")
+        XCTAssertEqual(try consoleRequest(fixture.base, "/api/v1/status", ["-u", "admin:a new secret"]).status, 200, "the new one does")
+        XCTAssertTrue(browser.wait(10, until: "document.getElementById('recording').textContent.includes('recording')"), "this page's session goes on")
+    }
+
+    /// The pipeline, read-only, with check-pipeline's verdict; "Send to server" only with a server; an icon without a password.
+    func testThePipelineViewTheServerOnlyControlsAndTheIcon() throws {
+        try logIn()
+        _ = try js("document.getElementById('pipeline-panel').open = true; true")
+        XCTAssertTrue(browser.wait(15, until: "document.getElementById('pipeline-info').textContent.includes('OK: blur_in, blur_out and chunks found')"),
+                      "\(String(describing: try? js("document.getElementById('pipeline-info').textContent")))")
+        XCTAssertTrue(try js("document.getElementById('pipeline-text').textContent.includes('appsink name=blur_in')") as? Bool ?? false)
+        XCTAssertTrue(browser.wait(10, until: "document.getElementById('send-row').classList.contains('hidden')"), "no server: nothing to send to")
+        XCTAssertEqual(try consoleRequest(fixture.base, "/favicon.ico").status, 200, "the icon without a password")
+        try browser.command("Emulation.setEmulatedMedia", ["features": [["name": "prefers-color-scheme", "value": "dark"]]])
+        XCTAssertTrue(browser.wait(5, until: "getComputedStyle(document.body).backgroundColor === 'rgb(17, 17, 17)'"), "dark when the system is dark")
+        try browser.command("Emulation.setEmulatedMedia", ["features": [["name": "prefers-color-scheme", "value": "light"]]])
+        XCTAssertTrue(browser.wait(5, until: "getComputedStyle(document.body).backgroundColor === 'rgb(242, 242, 247)'"), "light when the system is light")
     }
 
     func testDownloadAChunkThroughThePageLink() throws {

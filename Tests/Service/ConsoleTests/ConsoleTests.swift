@@ -45,6 +45,35 @@ final class ConsoleTests: XCTestCase {
         return (String(cookie.split(separator: ";")[0]), json["csrf_token"] as? String ?? "", json["token"] as? String ?? "")
     }
 
+    /// The page and the API document are embedded at build time (EmbedResources), so the
+    /// executable copied alone to another folder, with no resource bundle beside it (as the
+    /// Debian package installs it), still serves them.
+    func testTheExecutableAloneServesThePageAndTheDocument() throws {
+        let folder = TemporaryDirectory()
+        let copy = folder.file("allspark-recorder").path
+        try FileManager.default.copyItem(atPath: recorderExecutable, toPath: copy)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder.path), ["allspark-recorder"])
+        try ConsolePassword(storageDirectory: folder.file("chunks").path).set("alone and fine")
+        let port = try freeTCPPort()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: copy)
+        process.arguments = ["run", "--config", repoPath("config/demo.toml"), "--set", "recording.storage_dir=\(folder.file("chunks").path)",
+                             "--set", "console.listen=127.0.0.1:\(port)", "--set", "pipeline.vars.width=320", "--set", "pipeline.vars.height=240",
+                             "--duration", "30", "--log-level", "warning"]
+        try process.run()
+        defer { process.terminate(); process.waitUntilExit() }
+        var page = ""
+        for _ in 0..<80 where !page.contains("id=\"timeline\"") {
+            page = (try? runTool("/usr/bin/curl", ["-s", "http://127.0.0.1:\(port)/"]).output) ?? ""
+            Thread.sleep(forTimeInterval: 0.25)
+        }
+        XCTAssertTrue(page.hasPrefix("<!doctype html>") && page.contains("id=\"timeline\""), "the page: \(page.prefix(200))")
+        let document = try runTool("/usr/bin/curl", ["-s", "-u", "admin:alone and fine", "http://127.0.0.1:\(port)/api/v1/openapi.json"]).output
+        XCTAssertTrue(document.contains("\"openapi\": \"3.0.3\""), String(document.prefix(200)))
+        let icon = try runTool("/usr/bin/curl", ["-s", "http://127.0.0.1:\(port)/favicon.ico"]).output
+        XCTAssertTrue(icon.hasPrefix("<svg"), "the icon, without a password: \(icon.prefix(100))")
+    }
+
     func testEveryWayInIsCheckedAndOnlyHealthIsOpen() throws {
         let hash = storage.file("chunks").appendingPathComponent(StorageLayout.consolePasswordFileName).path
         let mode = try XCTUnwrap(FileManager.default.attributesOfItem(atPath: hash)[.posixPermissions] as? Int)

@@ -12,7 +12,7 @@ import RecorderTestSupport
 /// keeps it and connects. The scanner's frames never reach the chunks.
 final class QRPairingTests: XCTestCase {
     /// A config recording a live picture of `picture` with pairing on and no server host.
-    func writeConfig(_ folder: TemporaryDirectory, picture: URL, storage: String) throws -> String {
+    func writeConfig(_ folder: TemporaryDirectory, picture: URL, storage: String, verifyTLS: Bool = true) throws -> String {
         let pipeline = folder.file("qr-camera.pipeline")
         try """
             # A still picture played as a live camera.
@@ -32,6 +32,7 @@ final class QRPairingTests: XCTestCase {
             host = ""
             discovery = false
             pair_by_qr = true
+            verify_tls = \(verifyTLS)
             reconnect_delay_s = 0.3
             [recording]
             pipeline = "\(pipeline.path)"
@@ -91,6 +92,49 @@ final class QRPairingTests: XCTestCase {
         for chunk in recorder.catalog.all { framesInChunks += try countFrames(in: recorder.catalog.url(of: chunk)) }
         XCTAssertEqual(stats.captured, stats.recorded)
         XCTAssertEqual(framesInChunks, stats.recorded, "every chunk frame came through the frame path once; none from the scanner")
+    }
+
+    /// The server's page shows `ws://<address>:<port>` even when the server runs TLS (all or nothing on
+    /// its port): the code's scheme is a hint, so wss is tried first and the pairing keeps wss.
+    func testAWsCodeShownByATLSServerPairsOverWss() throws {
+        let folder = TemporaryDirectory()
+        let server = try AllSparkTestServer(certificate: try makeSelfSignedCertificate(in: folder))
+        let picture = folder.file("pairing.png")
+        XCTAssertEqual(try runTool("qrencode", ["-o", picture.path, "-s", "6", "-m", "4", "ws://\(server.address)"]).status, 0)
+        let storage = folder.file("recordings").path
+        // A self-signed test certificate: verify_tls = false, as a box pairing with such a server needs.
+        let service = try RecorderService(settings: ServiceSettings(configFile: try writeConfig(folder, picture: picture, storage: storage,
+                                                                                             verifyTLS: false)))
+        var paired: [String] = []
+        service.onPaired = { paired.append($0) }
+        try service.start()
+        XCTAssertTrue(waitOnMainLoop(20) { server.clientNames.contains("pairing-test") }, "the link connected over TLS")
+        XCTAssertEqual(paired, ["wss://\(server.address)"], "kept with the scheme the server answered on")
+        XCTAssertEqual(ServerLinkStore(storageDirectory: storage).load()?.host, "wss://\(server.address)")
+        let stopped = expectation(description: "stopped")
+        service.stop(reason: "test") { stopped.fulfill() }
+        XCTAssertTrue(waitOnMainLoop(20) { if case .stopped = service.state { return true }; return false })
+        wait(for: [stopped], timeout: 0)
+    }
+
+    /// With the certificate checked, an untrusted one ends the attempt: no fall back to plain ws.
+    func testAWsCodeWhoseTLSServerIsUntrustedIsNotPairedAndNeverDowngraded() throws {
+        let folder = TemporaryDirectory()
+        let server = try AllSparkTestServer(certificate: try makeSelfSignedCertificate(in: folder))
+        let picture = folder.file("pairing.png")
+        XCTAssertEqual(try runTool("qrencode", ["-o", picture.path, "-s", "6", "-m", "4", "ws://\(server.address)"]).status, 0)
+        let storage = folder.file("recordings").path
+        let service = try RecorderService(settings: ServiceSettings(configFile: try writeConfig(folder, picture: picture, storage: storage)))
+        try service.start()
+        let recorder = try XCTUnwrap(service.recorder)
+        XCTAssertTrue(waitOnMainLoop(20) { recorder.qrScanner.codesRead >= 3 }, "the code is read again and again")
+        XCTAssertTrue(service.isPairing, "still looking: the certificate is not trusted")
+        XCTAssertNil(ServerLinkStore(storageDirectory: storage).load(), "nothing kept")
+        XCTAssertFalse(server.clientNames.contains("pairing-test"))
+        let stopped = expectation(description: "stopped")
+        service.stop(reason: "test") { stopped.fulfill() }
+        XCTAssertTrue(waitOnMainLoop(20) { if case .stopped = service.state { return true }; return false })
+        wait(for: [stopped], timeout: 0)
     }
 
     func testACodeThatIsNotAServerOrWhoseServerIsDownIsIgnoredAndScanningGoesOn() throws {

@@ -173,7 +173,7 @@ final class ServerLinkTests: XCTestCase {
         link.start()
         XCTAssertTrue(server.clock.advance(upTo: 1) { link.state == .connected(.ws) })
         let now = server.clock.now.timeIntervalSince1970
-        server.send(text: #"{"command":"record","message":"doorbell","duration":3,"autoUpload":true}"#)
+        server.send(text: #"{"command":"record","message":"doorbell","duration":3000,"autoUpload":true}"#)
         XCTAssertTrue(try server.record(3, into: stored, link: link))
         link.stop()
         XCTAssertEqual(stored.resumeRequests, 1, "the record command asked the recorder to resume")

@@ -14,6 +14,8 @@ static inline GstMessageType cgst_message_type(GstMessage *m) { return GST_MESSA
 static inline GstObject *cgst_message_src(GstMessage *m) { return GST_MESSAGE_SRC(m); }
 static inline GstClockTime cgst_buffer_pts(GstBuffer *b) { return GST_BUFFER_PTS(b); }
 static inline GstClockTime cgst_buffer_duration(GstBuffer *b) { return GST_BUFFER_DURATION(b); }
+static inline GstClockTime cgst_buffer_dts(GstBuffer *b) { return GST_BUFFER_DTS(b); }
+static inline void cgst_buffer_set_times(GstBuffer *b, GstClockTime pts, GstClockTime dts) { GST_BUFFER_PTS(b) = pts; GST_BUFFER_DTS(b) = dts; }
 static inline gboolean cgst_buffer_is_delta(GstBuffer *b) { return GST_BUFFER_FLAG_IS_SET(b, GST_BUFFER_FLAG_DELTA_UNIT); }
 static inline GstBuffer *cgst_buffer_ref(GstBuffer *b) { return gst_buffer_ref(b); }
 static inline void cgst_buffer_unref(GstBuffer *b) { gst_buffer_unref(b); }
