@@ -26,27 +26,31 @@ struct PipelineAnswer: Encodable {
 // The settings a person expects besides the recording ones: the password and
 // a look at the pipeline (read-only: it is edited in its file).
 extension Console {
-    /// `POST /api/v1/password {"old": "…", "new": "…"}`: 204; other sessions end.
-    func changePassword(_ request: HTTPRequest, proof: ConsoleAuth.Proof) -> HTTPResponse {
+    /// `POST /api/v1/password {"old": "…", "new": "…"}`: 204; other sessions end. Answered
+    /// once the old password is checked and the new one hashed, both off the main loop.
+    func changePassword(_ request: HTTPRequest, proof: ConsoleAuth.Proof, _ respond: @escaping (HTTPResponse) -> Void) {
         struct Change: Decodable { var old: String; var new: String }
         guard let body = try? ConsoleJSON.decoder.decode(Change.self, from: request.body) else {
-            return error(400, "bad_request", "expected {\"old\": \"…\", \"new\": \"…\"}")
+            return respond(error(400, "bad_request", "expected {\"old\": \"…\", \"new\": \"…\"}"))
         }
         guard body.new.count >= 8, body.new.count <= 1024 else {
-            return error(422, "invalid_value", "the new password must have 8 to 1024 characters", field: "new")
+            return respond(error(422, "invalid_value", "the new password must have 8 to 1024 characters", field: "new"))
         }
         var session: ConsoleAuth.Session?
         if case .session(let s) = proof { session = s }
         if case .bearer(let s) = proof { session = s }
-        switch auth.changePassword(old: body.old, new: body.new, from: request.remoteAddress, keeping: session) {
-        case .success:
-            logger.notice("console: the password was changed from \(request.remoteAddress); other sessions ended")
-            return HTTPResponse(status: 204)
-        case .failure(.unauthenticated(let why)):
-            logger.warning("console: a password change from \(request.remoteAddress) gave a wrong current password")
-            return error(403, "wrong_password", why, field: "old")
-        case .failure(let refusal):
-            return answer(refusal, challenge: false)
+        auth.changePassword(old: body.old, new: body.new, from: request.remoteAddress, keeping: session) { [weak self] result in
+            guard let self else { return }
+            switch result {
+            case .success:
+                self.logger.notice("console: the password was changed from \(request.remoteAddress); other sessions ended")
+                respond(HTTPResponse(status: 204))
+            case .failure(.unauthenticated(let why)):
+                self.logger.warning("console: a password change from \(request.remoteAddress) gave a wrong current password")
+                respond(self.error(403, "wrong_password", why, field: "old"))
+            case .failure(let refusal):
+                respond(self.answer(refusal, challenge: false))
+            }
         }
     }
 

@@ -113,6 +113,10 @@ public final class Console {
     /// Answers `request` (admitted by `admit`): at once, or for a login once its password is checked.
     func respond(to request: HTTPRequest, _ respond: @escaping (HTTPResponse) -> Void) {
         if request.path == "/api/v1/login", request.method == "POST" { return login(request, respond) }
+        // Checking the old password and hashing the new one take PBKDF2 twice: off the loop, answered later.
+        if request.path == "/api/v1/password", request.method == "POST", let proof = request.admission as? ConsoleAuth.Proof {
+            return changePassword(request, proof: proof, respond)
+        }
         respond(self.respond(to: request))
     }
 
@@ -159,7 +163,6 @@ public final class Console {
         case ("GET", "/api/v1/thumbnail.jpg"): return thumbnail(request)
         case ("GET", "/api/v1/export.mp4"): return export(request)
         case ("GET", "/api/v1/logs"): return recentLogs(request)
-        case ("POST", "/api/v1/password"): return changePassword(request, proof: proof)
         case ("GET", "/api/v1/pipeline"): return pipelineView()
         case ("GET", _) where path.hasPrefix("/api/v1/chunks/"), ("HEAD", _) where path.hasPrefix("/api/v1/chunks/"):
             return download(String(path.dropFirst("/api/v1/chunks/".count)), request: request)

@@ -112,19 +112,28 @@ final class ConsoleAuth {
         }
     }
 
-    /// Replaces the password when `old` is the current one (failures count as failed logins);
-    /// every other session and every remembered Basic header stop working, `keeping` goes on.
-    func changePassword(old: String, new: String, from address: String, keeping kept: Session?) -> Result<Void, Refusal> {
-        if let wait = blockedSeconds(address) { return .failure(.throttled(seconds: wait)) }
-        guard password.verify(old) else {
-            failed(address)
-            return .failure(.unauthenticated("the current password is wrong"))
+    /// Replaces the password when `old` is the current one (a wrong one counts as a failed
+    /// login); every other session and every remembered Basic header stop working, `keeping`
+    /// goes on. Both PBKDF2 runs (checking `old`, hashing `new`) happen on the verifier queue;
+    /// `done` runs on the main loop.
+    func changePassword(old: String, new: String, from address: String, keeping kept: Session?,
+                        done: @escaping (Result<Void, Refusal>) -> Void) {
+        MainLoop.preconditionOnLoop()
+        verify(old, from: address) { [weak self] refusal in
+            guard let self else { return }
+            if let refusal { return done(.failure(refusal)) }
+            let password = self.password
+            self.verifier.async {
+                let stored = Result { try password.set(new) }
+                MainLoop.post { [weak self] in
+                    guard let self else { return }
+                    if case .failure(let error) = stored { return done(.failure(.forbidden("\(error)"))) }
+                    self.sessions = self.sessions.filter { $0.key == kept?.token }
+                    self.provenBasic = [:]
+                    done(.success(()))
+                }
+            }
         }
-        do { try password.set(new) } catch { return .failure(.forbidden("\(error)")) }
-        failures[address] = nil
-        sessions = sessions.filter { $0.key == kept?.token }
-        provenBasic = [:]
-        return .success(())
     }
 
     func logout(_ request: HTTPRequest) {
