@@ -169,12 +169,7 @@ extension Console {
                 stream.write(piece.prefix(n))
             }
         }
-        // Chained: the HTTP server's own close handler (it lets go of the stream) must still run.
-        let serverClose = stream.onClose
-        stream.onClose = {
-            finish()
-            serverClose?()
-        }
+        stream.onClose = { finish() }
         stream.onWritable = pump
         pump()
     }

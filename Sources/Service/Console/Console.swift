@@ -77,6 +77,9 @@ public final class Console {
         logger.notice("console: \(whereToWatch) (user \(ConsolePassword.user))")
     }
 
+    /// Streamed answers still held (see HTTPServer.answersInProgress).
+    public var answersInProgress: Int { server.answersInProgress }
+
     public func stop() {
         MainLoop.preconditionOnLoop()
         server.stop()

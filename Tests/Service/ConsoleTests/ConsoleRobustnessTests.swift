@@ -274,6 +274,33 @@ final class ConsoleRobustnessTests: XCTestCase {
         XCTAssertTrue(result.eleventh.hasPrefix("503 ") && result.eleventh.contains("too_many_viewers") && result.eleventh.contains("at most 10"),
                       result.eleventh)
     }
+
+    /// Handlers set a stream's `onClose` for themselves (the preview stops watching, a
+    /// snapshot finishes): the server must still let go of every stream once its client left.
+    func testViewersAndSnapshotsThatLeaveAreLetGo() throws {
+        let client = self.client
+        let basic = self.basic
+        let statuses = offLoop { () -> [Int] in
+            var statuses: [Int] = []
+            for _ in 0..<5 {
+                guard let fd = client.connect() else { continue }
+                RawHTTPClient.send(fd, "GET /api/v1/preview.mjpeg HTTP/1.1\r\nHost: x\r\n\(basic)\r\n\r\n")
+                var head = Data()
+                var byte: UInt8 = 0
+                while !head.hasSuffix(Data("\r\n\r\n".utf8)), recv(fd, &byte, 1, 0) == 1 { head.append(byte) }
+                statuses.append(Int(String(decoding: head, as: UTF8.self).split(separator: " ").dropFirst().first ?? "") ?? 0)
+                close(fd)
+                guard let snap = client.connect() else { continue }
+                RawHTTPClient.send(snap, "GET /api/v1/snapshot.jpg HTTP/1.1\r\nHost: x\r\n\(basic)\r\n\r\n")
+                statuses.append(RawHTTPClient.readAnswer(snap).status)
+                close(snap)
+            }
+            return statuses
+        }
+        XCTAssertEqual(statuses, Array(repeating: 200, count: 10))
+        XCTAssertTrue(waitOnMainLoop(10) { self.fixture.console.answersInProgress == 0 },
+                      "streams still held: \(fixture.console.answersInProgress)")
+    }
 }
 
 /// The units' open-file limit leaves the recorder room whatever the console holds.

@@ -77,6 +77,9 @@ public final class HTTPStream {
     private var lastProgress = Double(g_get_monotonic_time()) / 1_000_000
     /// Called once, when the client goes away or the answer is finished.
     public var onClose: (() -> Void)?
+    /// The server's own hook (it lets go of the stream), kept apart from `onClose`,
+    /// which handlers set for themselves.
+    fileprivate var releaseFromServer: (() -> Void)?
     /// Called (soon after, on the main loop) whenever the client took a piece and another may go out.
     public var onWritable: (() -> Void)?
 
@@ -160,9 +163,11 @@ public final class HTTPStream {
         guard !isClosed else { return }
         isClosed = true
         onWritable = nil
-        let callback = onClose
+        let callback = onClose, release = releaseFromServer
         onClose = nil
+        releaseFromServer = nil
         callback?()
+        release?()
     }
 }
 
@@ -615,11 +620,14 @@ public final class HTTPServer {
     /// Streams and file answers in progress, kept alive until their client is done.
     private var streams: [ObjectIdentifier: HTTPStream] = [:]
 
+    /// Streamed answers (previews, downloads) the server still holds: back to zero once their clients are gone.
+    public var answersInProgress: Int { streams.count }
+
     private func keep(_ stream: HTTPStream, on connection: Connection?) -> HTTPStream {
         let id = ObjectIdentifier(stream)
         streams[id] = stream
         connection?.answer = stream
-        stream.onClose = { [weak self] in
+        stream.releaseFromServer = { [weak self] in
             // Let go after libsoup's signal handler has returned.
             MainLoop.post { self?.streams[id] = nil }
         }
