@@ -535,7 +535,7 @@ enum ConsoleOpenAPI {
         "properties": {
           "video_format": { "$ref": "#/components/schemas/VideoFormat" },
           "chunk_duration_ms": { "type": "integer" },
-          "buffer_max_mb": { "type": "integer", "description": "Within the box's [server] bounds." }
+          "buffer_max_mb": { "type": "integer", "description": "1 … 10000000, the config file's limits (the [server] bounds hold servers only; docs/settings.md)." }
         }
       },
       "TimeRange": {
