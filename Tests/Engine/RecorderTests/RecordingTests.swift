@@ -50,7 +50,8 @@ final class RecordingTests: XCTestCase {
         let recorder = try makeRecorder(storage)
         let startedAt = Date().timeIntervalSince1970
         try recorder.start()
-        runMainLoop(seconds: 9.5)
+        // Four full chunks (waiting for them, not for a fixed time), then the stop finishes a fifth.
+        XCTAssertTrue(waitOnMainLoop(20) { recorder.catalog.all.count >= 4 }, "\(recorder.state)")
         XCTAssertTrue(stopAndWait(recorder))
         let chunks = try checkChunks(recorder, storage: storage)
         XCTAssertGreaterThanOrEqual(chunks.count, 4)
@@ -84,7 +85,7 @@ final class RecordingTests: XCTestCase {
         let storage = TemporaryDirectory()
         let recorder = try makeRecorder(storage, extra: ["recording.video_format=mov"])
         try recorder.start()
-        runMainLoop(seconds: 4.5)
+        XCTAssertTrue(waitOnMainLoop(15) { recorder.catalog.all.count >= 1 }, "\(recorder.state)")
         XCTAssertTrue(stopAndWait(recorder))
         let chunks = try checkChunks(recorder, storage: storage)
         XCTAssertGreaterThanOrEqual(chunks.count, 2)
@@ -194,7 +195,8 @@ final class RecordingTests: XCTestCase {
             totals.append(recorder.catalog.totalBytes)
         }
         try recorder.start()
-        runMainLoop(seconds: 12.5)
+        // About 1 MiB a chunk against a 2 MiB buffer: by the fourth, retention has deleted some.
+        XCTAssertTrue(waitOnMainLoop(25) { finished.count >= 4 }, "\(recorder.state)")
         XCTAssertTrue(stopAndWait(recorder))
         let kept = recorder.catalog.all
         XCTAssertGreaterThan(finished.count, kept.count, "retention deleted chunks")
