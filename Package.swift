@@ -4,7 +4,7 @@ import PackageDescription
 // Four layers, one folder each (README "Layout"); a layer uses only those listed before it.
 //
 // Sources/Platform  C libraries and their Swift boundaries; only a boundary imports its C module
-//   GLib/        CGLib, GLibSupport            the main loop that drives everything, the ownership check, callback boxes
+//   GLib/        CGLib, GLibSupport            the main loop that drives everything, the service's clock (LoopClock), the ownership check, callback boxes
 //   GStreamer/   CGStreamer, GStreamerSupport  typed Swift over GStreamer; element and pad pointers stay inside
 //   Soup/        CSoup, CSoupShim, SoupSupport WebSocket client (handshake over GIO, upload gate), HTTP server
 //   Avahi/       CAvahi, AvahiSupport          client, service browser and resolver with typed events

@@ -442,8 +442,9 @@ public final class Recorder {
             tuning = new.tuning
             restartSession()
         } else {
+            // The service applies the file's setting changes through its settings path first; what is left here is none.
             let changes = retune(new.tuning)
-            if changes.isEmpty { logger.notice("reload: nothing to change") }
+            if changes.isEmpty { logger.notice("reload: the pipeline and privacy settings are unchanged") }
         }
     }
 

@@ -19,7 +19,8 @@ extension RecordingTests {
             "pipeline.vars.rtsp_user=camera", "pipeline.vars.rtsp_password=secret", "pipeline.vars.framerate=15",
         ])
         try recorder.start()
-        runMainLoop(seconds: 10.5)
+        // Three full chunks, then the stop finishes a fourth.
+        XCTAssertTrue(waitOnMainLoop(20) { recorder.catalog.all.count >= 3 }, "\(recorder.state)")
         XCTAssertTrue(stopAndWait(recorder))
         // Names, contiguity, catalog against file durations, no frame lost.
         let chunks = try checkChunks(recorder, storage: storage)

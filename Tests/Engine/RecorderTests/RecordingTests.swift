@@ -50,7 +50,8 @@ final class RecordingTests: XCTestCase {
         let recorder = try makeRecorder(storage)
         let startedAt = Date().timeIntervalSince1970
         try recorder.start()
-        runMainLoop(seconds: 9.5)
+        // Four full chunks (waiting for them, not for a fixed time), then the stop finishes a fifth.
+        XCTAssertTrue(waitOnMainLoop(20) { recorder.catalog.all.count >= 4 }, "\(recorder.state)")
         XCTAssertTrue(stopAndWait(recorder))
         let chunks = try checkChunks(recorder, storage: storage)
         XCTAssertGreaterThanOrEqual(chunks.count, 4)
@@ -84,7 +85,7 @@ final class RecordingTests: XCTestCase {
         let storage = TemporaryDirectory()
         let recorder = try makeRecorder(storage, extra: ["recording.video_format=mov"])
         try recorder.start()
-        runMainLoop(seconds: 4.5)
+        XCTAssertTrue(waitOnMainLoop(15) { recorder.catalog.all.count >= 1 }, "\(recorder.state)")
         XCTAssertTrue(stopAndWait(recorder))
         let chunks = try checkChunks(recorder, storage: storage)
         XCTAssertGreaterThanOrEqual(chunks.count, 2)
@@ -99,12 +100,11 @@ final class RecordingTests: XCTestCase {
         let storage = TemporaryDirectory()
         let recorder = try makeRecorder(storage)
         try recorder.start()
-        var changes: [String] = []
-        var switchedAt = 0.0
-        runMainLoop(seconds: 13, actions: [(at: 3.0, run: {
-            switchedAt = Date().timeIntervalSince1970
-            changes = recorder.retune(RecordingTuning(videoFormat: .mov, chunkDurationMs: 3000, bufferMaxMB: 200))
-        })])
+        // Once the first chunk is finished (the second being written), then until two new ones are.
+        XCTAssertTrue(waitOnMainLoop(15) { recorder.catalog.all.count >= 1 }, "\(recorder.state)")
+        let switchedAt = Date().timeIntervalSince1970
+        let changes = recorder.retune(RecordingTuning(videoFormat: .mov, chunkDurationMs: 3000, bufferMaxMB: 200))
+        XCTAssertTrue(waitOnMainLoop(20) { recorder.catalog.all.filter { $0.format == .mov }.count >= 2 }, "\(recorder.state)")
         XCTAssertTrue(stopAndWait(recorder))
         XCTAssertEqual(changes.count, 2, "\(changes)")
         let chunks = try checkChunks(recorder, storage: storage)
@@ -138,16 +138,19 @@ final class RecordingTests: XCTestCase {
         let recorder = try makeRecorder(storage)
         try recorder.start()
         var changes: [[String]] = []
-        var requestedAt = 0.0
-        runMainLoop(seconds: 12, actions: [
-            (at: 2.5, run: {
-                requestedAt = Date().timeIntervalSince1970
-                // In the same loop turn, so the first swap still waits for its keyframe.
-                changes.append(recorder.retune(RecordingTuning(videoFormat: .mov, chunkDurationMs: 2000, bufferMaxMB: 200)))
-                changes.append(recorder.retune(RecordingTuning(videoFormat: .mp4, chunkDurationMs: 2000, bufferMaxMB: 200)))
-                changes.append(recorder.retune(RecordingTuning(videoFormat: .mp4, chunkDurationMs: 3000, bufferMaxMB: 200)))
-            }),
-        ])
+        // Once the first chunk is finished (the second being written).
+        XCTAssertTrue(waitOnMainLoop(15) { recorder.catalog.all.count >= 1 }, "\(recorder.state)")
+        let requestedAt = Date().timeIntervalSince1970
+        // In the same loop turn, so the first swap still waits for its keyframe.
+        changes.append(recorder.retune(RecordingTuning(videoFormat: .mov, chunkDurationMs: 2000, bufferMaxMB: 200)))
+        changes.append(recorder.retune(RecordingTuning(videoFormat: .mp4, chunkDurationMs: 2000, bufferMaxMB: 200)))
+        changes.append(recorder.retune(RecordingTuning(videoFormat: .mp4, chunkDurationMs: 3000, bufferMaxMB: 200)))
+        // Until two chunks are finished after the last mov one (the stop then finishes a third).
+        XCTAssertTrue(waitOnMainLoop(25) {
+            let chunks = recorder.catalog.all
+            guard let lastMov = chunks.lastIndex(where: { $0.format == .mov }) else { return false }
+            return chunks.count - lastMov - 1 >= 2
+        }, "\(recorder.catalog.all.map(\.file))")
         let asked = RecordingTuning(videoFormat: .mp4, chunkDurationMs: 3000, bufferMaxMB: 200)
         XCTAssertEqual(recorder.currentTuning, asked)
         XCTAssertEqual(recorder.config.tuning, asked, "the config says what the recorder does")
@@ -194,7 +197,8 @@ final class RecordingTests: XCTestCase {
             totals.append(recorder.catalog.totalBytes)
         }
         try recorder.start()
-        runMainLoop(seconds: 12.5)
+        // About 1 MiB a chunk against a 2 MiB buffer: by the fourth, retention has deleted some.
+        XCTAssertTrue(waitOnMainLoop(25) { finished.count >= 4 }, "\(recorder.state)")
         XCTAssertTrue(stopAndWait(recorder))
         let kept = recorder.catalog.all
         XCTAssertGreaterThan(finished.count, kept.count, "retention deleted chunks")

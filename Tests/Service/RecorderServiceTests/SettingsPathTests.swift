@@ -11,7 +11,7 @@ import RecorderTestSupport
 /// and the same bad value earns the same refusal from each.
 final class SettingsPathTests: XCTestCase {
     /// `[server]` bounds narrower than the hard limits, so a server's clamps show.
-    func writeConfig(_ folder: TemporaryDirectory, storage: String, recording: [String: String] = [:]) throws -> String {
+    func writeConfig(_ folder: TemporaryDirectory, storage: String, recording: [String: String] = [:], host: String = "") throws -> String {
         let file = folder.file("recorder.toml")
         let lines = ["chunk_duration_ms": "10000", "buffer_max_mb": "500", "video_format": "\"mp4\""]
             .merging(recording) { $1 }.sorted { $0.key < $1.key }.map { "\($0.key) = \($0.value)" }.joined(separator: "\n")
@@ -19,6 +19,7 @@ final class SettingsPathTests: XCTestCase {
             [device]
             name = "settings-test"
             [server]
+            host = "\(host)"
             discovery = false
             min_chunk_ms = 2000
             max_chunk_ms = 60000
@@ -103,6 +104,32 @@ final class SettingsPathTests: XCTestCase {
                 XCTAssertEqual(restarted, now, "in effect after a restart: \(label)")
             }
         }
+    }
+
+    /// The server's clientConfig reaches the service's one path through the real link: clamped to
+    /// the service's `[server]` bounds, refused in the same words, and in effect after a restart.
+    func testAServersClientConfigGoesThroughTheServicesPath() throws {
+        let server = try AllSparkTestServer()
+        server.clientConfig = #"{"type":"clientConfig","config":{"videoChunkDurationMs":1500,"videoBufferMaxMB":5000,"fps":500}}"#
+        let folder = TemporaryDirectory()
+        let storage = folder.file("chunks").path
+        let settings = ServiceSettings(configFile: try writeConfig(folder, storage: storage, host: "ws://\(server.address)"))
+        let service = try RecorderService(settings: settings)
+        try service.start()
+        defer {
+            var stopped = false
+            service.stop(reason: "test") { stopped = true }
+            waitOnMainLoop(20) { stopped }
+        }
+        XCTAssertTrue(waitOnMainLoop(10) { service.configuration.tuning.bufferMaxMB == 1000 }, "applied: \(service.configuration.tuning)")
+        let now = try XCTUnwrap(service.recorder?.currentTuning)
+        XCTAssertEqual(now.chunkDurationMs, 2000, "clamped to server.min_chunk_ms")
+        XCTAssertEqual(now.bufferMaxMB, 1000, "clamped to server.max_buffer_mb")
+        XCTAssertNil(now.framerate, "500 fps refused")
+        XCTAssertEqual(try RecorderService(settings: settings).configuration.tuning, now, "in effect after a restart")
+        let kept = try XCTUnwrap(ServerSettingsStore(storageDirectory: storage).load())
+        XCTAssertEqual(kept.fields, [.chunkDuration, .bufferMax], "what was applied is kept, the refused fps is not")
+        XCTAssertEqual(kept.localFields, [], "set by a server: held to [server] at the next start")
     }
 
     /// The same bad value earns the same refusal from the console, a server and the config file,
