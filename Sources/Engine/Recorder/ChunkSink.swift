@@ -284,8 +284,9 @@ final class ChunkSink {
     /// whole GOP at once (one second with the shipped pipelines); with a
     /// one-second period the update fell once per GOP, anywhere in it, and
     /// the rest of that GOP waited for the next one. Half a second updates
-    /// at least once in the second half of each GOP (measured with blur off:
-    /// SIGKILL cost 1.6 s on average, now 0.8 s; see docs/operations-recording.md). Rewriting a
+    /// at least once in the second half of each GOP (measured: SIGKILL cost 1.6 s
+    /// on average with blur off, now 0.8 s; 3.9 s with blur on, now 2.5 s; see
+    /// docs/operations-recording.md). Rewriting a
     /// moov of a few KiB twice a second costs nothing worth counting.
     private func setMuxerProperties(_ element: Element, durationMs: Int) {
         // Reserve room for the longest the chunk can become (past the backstop, one GOP more).
