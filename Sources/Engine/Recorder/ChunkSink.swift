@@ -416,7 +416,8 @@ final class ChunkSink {
         if isLast { retireIfDone(fragment.sink) }
         if stats.recorded == 0 {
             // splitmuxsink opens a fragment on caps alone; with no frame it holds no video.
-            logger.info("discarding \(location): the stream ended before any frame was recorded")
+            // At every retry of a silent source: the failure itself is what is logged (once).
+            logger.debug("discarding \(location): the stream ended before any frame was recorded")
             try? FileManager.default.removeItem(atPath: location)
             return nil
         }
