@@ -73,6 +73,8 @@ final class ChunkSink {
     /// Running times of the first frames of the fragments each sink opened, oldest
     /// first, until the fragment before them is closed: a chunk ends where its successor starts.
     private var fragmentStarts: [ObjectID: [UInt64]] = [:]
+    /// Running time of the keyframe of the last container switch (encoder thread, under `lock`).
+    private var lastSwapKeyframe: UInt64?
     /// Fragments being written, by partial path.
     private var open: [String: OpenFragment] = [:]
     /// The fragment named last (the one frames go to now); nil when its file
@@ -282,8 +284,9 @@ final class ChunkSink {
     /// whole GOP at once (one second with the shipped pipelines); with a
     /// one-second period the update fell once per GOP, anywhere in it, and
     /// the rest of that GOP waited for the next one. Half a second updates
-    /// at least once in the second half of each GOP (measured with blur off:
-    /// SIGKILL cost 1.6 s on average, now 0.8 s; see docs/operations-recording.md). Rewriting a
+    /// at least once in the second half of each GOP (measured: SIGKILL cost 1.6 s
+    /// on average with blur off, now 0.8 s; 3.9 s with blur on, now 2.5 s; see
+    /// docs/operations-recording.md). Rewriting a
     /// moov of a few KiB twice a second costs nothing worth counting.
     private func setMuxerProperties(_ element: Element, durationMs: Int) {
         // Reserve room for the longest the chunk can become (past the backstop, one GOP more).
@@ -413,7 +416,8 @@ final class ChunkSink {
         if isLast { retireIfDone(fragment.sink) }
         if stats.recorded == 0 {
             // splitmuxsink opens a fragment on caps alone; with no frame it holds no video.
-            logger.info("discarding \(location): the stream ended before any frame was recorded")
+            // At every retry of a silent source: the failure itself is what is logged (once).
+            logger.debug("discarding \(location): the stream ended before any frame was recorded")
             try? FileManager.default.removeItem(atPath: location)
             return nil
         }
@@ -609,20 +613,26 @@ final class ChunkSink {
         generation += 1
         let replacement = try Self.makeSink(for: settings, name: "chunks_\(generation)")
         feed.atNextKeyframe { [weak self] keyframeTime in
-            guard let self else { return }
+            guard let self else { return true }
             let oldID = old.id
+            // A probe added while the keyframe that made the current sink is still being
+            // dispatched is called for that same keyframe (GStreamer runs hooks added during
+            // a dispatch): switching there would leave the current sink without a frame.
+            // Wait for the keyframe this switch asked for.
+            if let last = self.lock.withLock({ self.lastSwapKeyframe }), UInt64(keyframeTime) <= last { return false }
+            self.lock.withLock { self.lastSwapKeyframe = UInt64(keyframeTime) }
             // The recording is ending: its last chunk stays in the old sink,
             // and the next pipeline run starts with the settings asked.
             guard self.lock.withLock({ self.endings[oldID] == nil }) else {
                 MainLoop.post { [weak self] in self?.lock.withLock { _ = self?.timeline.abandon() } }
-                return
+                return true
             }
             feed.unlink(from: oldPad)
             guard self.attach(replacement, to: feed, settings: settings) else {
                 // Frames keep going to the old sink; the recorder restarts the pipeline.
                 _ = feed.link(to: oldPad)
                 MainLoop.post { [weak self] in self?.switchFailed("cannot link the encoder to the new chunk sink") }
-                return
+                return true
             }
             // The new sink's first chunk starts at this keyframe.
             self.cuts.restart(at: UInt64(keyframeTime), lengthMs: settings.recordsVideo ? settings.chunkDurationMs : nil)
@@ -634,7 +644,7 @@ final class ChunkSink {
                     pipeline.remove(old)
                     self?.switchCompleted()
                 }
-                return
+                return true
             }
             self.lock.withLock {
                 self.endings[oldID] = .swapped(atRunningTime: UInt64(keyframeTime))
@@ -644,6 +654,7 @@ final class ChunkSink {
             // Finishes the old sink's chunk; its fragment-closed message retires it.
             _ = oldPad.sendEndOfStream()
             MainLoop.post { [weak self] in self?.switchCompleted() }
+            return true
         }
         feed.requestKeyframeUpstream()
     }

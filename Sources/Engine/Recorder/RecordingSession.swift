@@ -10,8 +10,9 @@ import Storage
 /// Threading: created, started, stopped and fed bus messages on the main
 /// loop thread; the frame path and chunk naming run on streaming threads
 /// inside `FramePath` and `ChunkSink`; what can take seconds (the
-/// processor's drain, closing it) runs on `worker`, a serial queue, and
-/// reports back through `MainLoop.post`.
+/// processor's drain, closing it, probing and naming a closed chunk, its
+/// companions) runs on `worker`, a serial queue, and reports back through
+/// `MainLoop.post`.
 final class RecordingSession {
     enum Failure {
         /// The source or another element failed (camera unplugged, file gone…).

@@ -32,6 +32,23 @@ final class SourceReturnTests: XCTestCase {
         }
     }
 
+    func testASilentSourceIsReportedOnceNotAtEveryRetry() throws {
+        let pipelines = TemporaryDirectory(), storage = TemporaryDirectory()
+        let silent = pipelines.file("silent.pipeline")
+        try String(contentsOfFile: repoPath("pipelines/test.pipeline"), encoding: .utf8)
+            .replacingOccurrences(of: "  ! appsink name=blur_in", with: "  ! valve drop=true\n  ! appsink name=blur_in")
+            .write(to: silent, atomically: true, encoding: .utf8)
+        let run = try runTool(recorderExecutable, ["run", "--config", repoPath("config/demo.toml"), "--set", "recording.storage_dir=\(storage.path)",
+                                                   "--set", "recording.pipeline=\(silent.path)", "--set", "recording.frame_timeout_s=1",
+                                                   "--set", "pipeline.vars.width=320", "--set", "pipeline.vars.height=240", "--duration", "12"])
+        let lines = run.output.split(separator: "\n")
+        let tries = lines.filter { $0.contains("started \(silent.path)") }.count
+        XCTAssertGreaterThanOrEqual(tries, 4, run.output)
+        XCTAssertEqual(lines.filter { $0.contains("no frame reached the chunks within 1 s of starting") && $0.contains("warning") }.count, 1, run.output)
+        XCTAssertLessThanOrEqual(lines.filter { $0.contains("no playable video") }.count, 1, run.output)
+        XCTAssertEqual(lines.filter { $0.contains("discarding") }.count, 0, run.output)
+    }
+
     func testRetriesNeverWaitLongerThanTwoSeconds() {
         var backoff = RetryBackoff()
         let delays = (0..<60).map { _ in backoff.next() }

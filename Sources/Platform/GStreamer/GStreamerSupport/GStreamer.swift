@@ -215,14 +215,15 @@ extension Pad {
     /// Data keeps flowing meanwhile: frames before the keyframe pass as usual.
     /// The action gets the keyframe's running time (its timestamp in the
     /// pad's segment: an encoder may offset timestamps, as x264enc does).
-    public func atNextKeyframe(_ action: @escaping (_ runningTime: ClockTime) -> Void) {
+    /// `action` returns false to pass this keyframe by and wait for the next.
+    public func atNextKeyframe(_ action: @escaping (_ runningTime: ClockTime) -> Bool) {
         let box = CallbackBox(action)
         _ = gst_pad_add_probe(pointer, GST_PAD_PROBE_TYPE_BUFFER, { pad, info, data in
             guard let pad, let info, let data, let buffer = cgst_pad_probe_info_buffer(info) else { return GST_PAD_PROBE_OK }
             if cgst_buffer_is_delta(buffer) != 0 { return GST_PAD_PROBE_OK }
-            CallbackBox<(ClockTime) -> Void>.from(data)(Pad.runningTime(of: cgst_buffer_pts(buffer), on: pad))
-            return GST_PAD_PROBE_REMOVE
-        }, box.retainedPointer, { CallbackBox<(ClockTime) -> Void>.release($0) })
+            let done = CallbackBox<(ClockTime) -> Bool>.from(data)(Pad.runningTime(of: cgst_buffer_pts(buffer), on: pad))
+            return done ? GST_PAD_PROBE_REMOVE : GST_PAD_PROBE_OK
+        }, box.retainedPointer, { CallbackBox<(ClockTime) -> Bool>.release($0) })
     }
 
     /// `timestamp` as running time in the segment `pad` carries (the
