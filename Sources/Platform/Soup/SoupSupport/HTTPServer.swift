@@ -256,7 +256,41 @@ public final class HTTPServer {
             self.deadline = deadline
             g_object_ref(UnsafeMutableRawPointer(stream))
         }
-        deinit { g_object_unref(UnsafeMutableRawPointer(stream)) }
+        /// Watches the socket while a long answer goes out (see `watchForHangup`).
+        private var hangup: UnsafeMutablePointer<GSource>?
+        deinit {
+            if let hangup {
+                g_source_destroy(hangup)
+                g_source_unref(hangup)
+            }
+            g_object_unref(UnsafeMutableRawPointer(stream))
+        }
+
+        /// libsoup does not read while it answers, so a client that leaves a long answer
+        /// (a live view waiting for its next picture, a stalled download) is only noticed at
+        /// a later write. This notices the FIN or reset when it comes and ends the answer.
+        func watchForHangup(_ left: @escaping () -> Void) {
+            guard hangup == nil, let socket else { return }
+            let source = g_socket_create_source(socket, GIOCondition(rawValue: G_IO_IN.rawValue | G_IO_HUP.rawValue | G_IO_ERR.rawValue), nil)!
+            let ready: @convention(c) (UnsafeMutablePointer<GSocket>?, GIOCondition, gpointer?) -> gboolean = { socket, _, data in
+                guard let socket, let data else { return 0 }
+                var byte: UInt8 = 0
+                let n = recv(g_socket_get_fd(socket), &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT))
+                // The client sent more (or it is TLS talking): nothing to learn here any more.
+                if n > 0 { return 0 }
+                if n < 0, errno == EAGAIN || errno == EINTR { return 1 }
+                // Gone (end or reset): the socket is shut, and the answer ends, so libsoup's
+                // next write fails and it closes the connection.
+                g_socket_shutdown(socket, 1, 1, nil)
+                CallbackBox<() -> Void>.from(data)()
+                return 0
+            }
+            g_source_set_callback(source, unsafeBitCast(ready, to: GSourceFunc.self), CallbackBox(left).retainedPointer,
+                                  { CallbackBox<() -> Void>.release($0) })
+            g_source_attach(source, nil)
+            hangup = source
+        }
+
         var socket: UnsafeMutablePointer<GSocket>? { g_socket_connection_get_socket(UnsafeMutablePointer(stream)) }
         var isClosed: Bool { g_io_stream_is_closed(UnsafeMutablePointer(stream)) != 0 }
         /// Ends the connection under libsoup: its reads see the end and it closes the connection itself.
@@ -619,6 +653,7 @@ public final class HTTPServer {
         let id = ObjectIdentifier(stream)
         streams[id] = stream
         connection?.answer = stream
+        connection?.watchForHangup { [weak stream] in stream?.finish() }
         stream.onClose = { [weak self] in
             // Let go after libsoup's signal handler has returned.
             MainLoop.post { self?.streams[id] = nil }
