@@ -37,6 +37,8 @@ final class HTTPServerTests: XCTestCase {
         close(fds[0])
         RawReset.reset(fds[1])
         XCTAssertTrue(waitOnMainLoop(10) { closed == 2 }, "both answers ended when their clients left (closed \(closed))")
+        streams.removeAll()
+        XCTAssertTrue(waitOnMainLoop(10) { server.answersInProgress == 1 }, "the server let go of the ended answers, though their handler set onClose")
         XCTAssertEqual(server.openConnections, 1, "the third client is still there")
         close(fds[2])
         XCTAssertTrue(waitOnMainLoop(10) { server.openConnections == 0 })

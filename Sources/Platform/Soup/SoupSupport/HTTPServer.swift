@@ -77,6 +77,10 @@ public final class HTTPStream {
     private var lastProgress = Double(g_get_monotonic_time()) / 1_000_000
     /// Called once, when the client goes away or the answer is finished.
     public var onClose: (() -> Void)?
+    /// The server's own hook for the same moment: kept apart from `onClose`, which the
+    /// handler sets (a handler that replaced the server's hook left every ended stream,
+    /// its message and its connection's buffers in memory).
+    fileprivate var released: (() -> Void)?
     /// Called (soon after, on the main loop) whenever the client took a piece and another may go out.
     public var onWritable: (() -> Void)?
 
@@ -163,6 +167,9 @@ public final class HTTPStream {
         let callback = onClose
         onClose = nil
         callback?()
+        let release = released
+        released = nil
+        release?()
     }
 }
 
@@ -358,6 +365,9 @@ public final class HTTPServer {
     public func serveLater(with handler: @escaping (HTTPRequest, @escaping (HTTPResponse) -> Void) -> Void) {
         self.handler = handler
     }
+
+    /// Streamed answers (streams, file pieces) still going out.
+    public var answersInProgress: Int { streams.count }
 
     /// Connections open now (handed to libsoup and not closed yet).
     public var openConnections: Int {
@@ -654,7 +664,7 @@ public final class HTTPServer {
         streams[id] = stream
         connection?.answer = stream
         connection?.watchForHangup { [weak stream] in stream?.finish() }
-        stream.onClose = { [weak self] in
+        stream.released = { [weak self] in
             // Let go after libsoup's signal handler has returned.
             MainLoop.post { self?.streams[id] = nil }
         }
