@@ -162,7 +162,7 @@ let package = Package(
 
         // MARK: Tests, by layer
 
-        .testTarget(name: "PlatformTests", dependencies: ["GLibSupport", "GStreamerSupport", "RecorderTestSupport"],
+        .testTarget(name: "PlatformTests", dependencies: ["GLibSupport", "GStreamerSupport", "SoupSupport", "RecorderTestSupport"],
                     path: "Tests/Platform/PlatformTests"),
         .testTarget(name: "AllSparkProtocolTests", dependencies: ["AllSparkProtocol"], path: "Tests/Domain/AllSparkProtocolTests"),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "StorageTestSupport", logging], path: "Tests/Domain/StorageTests"),

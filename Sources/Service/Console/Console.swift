@@ -79,6 +79,8 @@ public final class Console {
 
     /// Streamed answers still held (see HTTPServer.answersInProgress).
     public var answersInProgress: Int { server.answersInProgress }
+    /// Connections the console holds now (see HTTPServer.openConnections).
+    public var openConnections: Int { server.openConnections }
 
     public func stop() {
         MainLoop.preconditionOnLoop()
@@ -229,7 +231,8 @@ public final class Console {
                 respond(self.json(200, LoginAnswer(token: session.token, csrfToken: session.csrf, user: ConsolePassword.user),
                                   headers: [("Set-Cookie", self.auth.cookie(for: session, secure: self.server.usesTLS))]))
             case .failure(let refusal):
-                self.logger.warning("console: failed login from \(request.remoteAddress)")
+                // A wrong password, not a throttled attempt: under attack the lockout is logged once instead.
+                if case .unauthenticated = refusal { self.logger.warning("console: failed login from \(request.remoteAddress)") }
                 respond(self.answer(refusal, challenge: false))
             }
         }

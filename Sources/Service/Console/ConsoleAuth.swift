@@ -43,7 +43,8 @@ final class ConsoleAuth {
     private var failures: [String: (count: Int, blockedUntil: Date)] = [:]
     /// When the failures of the last `globalWindow` happened, from any address (oldest first).
     private var recentFailures: [Date] = []
-    private var globallyBlocked = false
+    /// Until when every password check waits, after `globalFailureLimit` failures in `globalWindow`.
+    private var globalLockUntil: Date?
     /// Failed password checks in `globalWindow`, from all addresses together, before every check waits.
     static let globalFailureLimit = 20
     static let globalWindow: TimeInterval = 60
@@ -250,10 +251,11 @@ final class ConsoleAuth {
         failures[address] = entry
         recentFailures.append(now())
         pruneRecentFailures()
-        if recentFailures.count >= Self.globalFailureLimit, !globallyBlocked {
-            globallyBlocked = true
-            let addresses = failures.filter { $0.value.count > 0 }.count
-            logger.warning("console: \(recentFailures.count) failed logins in the last \(Int(Self.globalWindow)) s (from \(addresses) addresses): password checks from everyone wait \(globalWaitSeconds ?? 1) s")
+        if recentFailures.count >= Self.globalFailureLimit, globalLockUntil == nil {
+            // A whole window: at most `globalFailureLimit` guesses a minute, and two log lines a minute under a long attack.
+            globalLockUntil = now().addingTimeInterval(Self.globalWindow)
+            let addresses = Set(failures.keys).count
+            logger.warning("console: \(recentFailures.count) failed logins in the last \(Int(Self.globalWindow)) s (from \(addresses) addresses): password checks from everyone wait \(Int(Self.globalWindow)) s")
         }
     }
 
@@ -264,12 +266,6 @@ final class ConsoleAuth {
         if failures.count > 1000 { failures = failures.filter { $0.value.blockedUntil > now() } }
     }
 
-    /// Seconds until a password may be checked again for anyone, or nil.
-    private var globalWaitSeconds: Int? {
-        guard recentFailures.count >= Self.globalFailureLimit,
-              let release = recentFailures.dropFirst(recentFailures.count - Self.globalFailureLimit).first else { return nil }
-        return max(1, Int(release.addingTimeInterval(Self.globalWindow).timeIntervalSince(now()).rounded(.up)))
-    }
 
     /// Why a password from `address` may not be checked now, or nil.
     private func throttled(_ address: String) -> Refusal? {
@@ -277,12 +273,13 @@ final class ConsoleAuth {
             let seconds = max(1, Int(entry.blockedUntil.timeIntervalSince(now()).rounded(.up)))
             return .throttled(seconds: seconds, why: "too many failed logins from this address; try again in \(seconds) s")
         }
-        pruneRecentFailures()
-        if let seconds = globalWaitSeconds {
-            return .throttled(seconds: seconds, why: "too many failed logins lately (from all addresses); try again in \(seconds) s")
-        }
-        if globallyBlocked {
-            globallyBlocked = false
+        if let until = globalLockUntil {
+            if until > now() {
+                let seconds = max(1, Int(until.timeIntervalSince(now()).rounded(.up)))
+                return .throttled(seconds: seconds, why: "too many failed logins lately (from all addresses); try again in \(seconds) s")
+            }
+            globalLockUntil = nil
+            pruneRecentFailures()
             logger.notice("console: password checks resume")
         }
         return nil

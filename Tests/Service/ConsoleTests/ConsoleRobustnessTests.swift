@@ -74,39 +74,42 @@ final class ConsoleRobustnessTests: XCTestCase {
     func testConnectionsAreCappedPerAddressAndInTotalWithAClear503() throws {
         let client = self.client
         let limits = Console.limits
-        let outcome = offLoop { () -> (perAddress: String, total: String, afterwards: Int) in
-            // Idle connections (nothing sent) count as much as busy ones.
-            var held: [Int32] = []
-            defer { held.forEach { close($0) } }
-            for _ in 0..<limits.maximumConnectionsPerAddress { if let fd = client.connect() { held.append(fd) } }
-            usleep(300_000)   // the server accepts them in its own time
-            guard let extra = client.connect() else { return ("no connection", "", 0) }
-            let perAddress = RawHTTPClient.readAnswer(extra)
-            close(extra)
-            var source = 2
-            while held.count < limits.maximumConnections {
-                for _ in 0..<min(limits.maximumConnectionsPerAddress, limits.maximumConnections - held.count) {
-                    if let fd = client.connect(from: "127.0.0.\(source)") { held.append(fd) }
-                }
-                source += 1
-            }
-            usleep(300_000)
-            guard let another = client.connect(from: "127.0.0.\(source + 1)") else { return ("", "no connection", 0) }
-            let total = RawHTTPClient.readAnswer(another)
-            close(another)
-            held.forEach { close($0) }
-            held = []
-            usleep(300_000)
-            guard let fd = client.connect() else { return ("", "", 0) }
+        var held: [Int32] = []
+        defer { held.forEach { close($0) } }
+        func answer(from source: String?) -> String {
+            offLoop { () -> String in
+                guard let fd = source.map({ client.connect(from: $0) }) ?? client.connect() else { return "no connection" }
+                defer { close(fd) }
+                let answer = RawHTTPClient.readAnswer(fd)
+                return "\(answer.status) \(String(decoding: answer.body, as: UTF8.self))"
+            } ?? "no answer"
+        }
+        // Idle connections (nothing sent) count as much as busy ones. The server accepts them in
+        // its own time: each step waits until it holds them all, not for a fixed while.
+        held += offLoop { (0..<limits.maximumConnectionsPerAddress).compactMap { _ in client.connect() } } ?? []
+        XCTAssertTrue(waitOnMainLoop(20) { self.fixture.console.openConnections >= held.count }, "accepted: \(fixture.console.openConnections)")
+        let perAddress = answer(from: nil)
+        var source = 2
+        while held.count < limits.maximumConnections {
+            let count = min(limits.maximumConnectionsPerAddress, limits.maximumConnections - held.count)
+            let address = "127.0.0.\(source)"
+            held += offLoop { (0..<count).compactMap { _ in client.connect(from: address) } } ?? []
+            source += 1
+        }
+        XCTAssertTrue(waitOnMainLoop(20) { self.fixture.console.openConnections >= held.count }, "accepted: \(fixture.console.openConnections)")
+        let total = answer(from: "127.0.0.\(source + 1)")
+        held.forEach { close($0) }
+        held = []
+        XCTAssertTrue(waitOnMainLoop(20) { self.fixture.console.openConnections == 0 }, "closed: \(fixture.console.openConnections)")
+        let afterwards = offLoop { () -> Int in
+            guard let fd = client.connect() else { return 0 }
             defer { close(fd) }
             RawHTTPClient.send(fd, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
-            return ("\(perAddress.status) \(String(decoding: perAddress.body, as: UTF8.self))",
-                    "\(total.status) \(String(decoding: total.body, as: UTF8.self))", RawHTTPClient.readAnswer(fd).status)
+            return RawHTTPClient.readAnswer(fd).status
         }
-        let result = try XCTUnwrap(outcome)
-        XCTAssertTrue(result.perAddress.hasPrefix("503 ") && result.perAddress.contains("too many connections from 127.0.0.1"), result.perAddress)
-        XCTAssertTrue(result.total.hasPrefix("503 ") && result.total.contains("at most \(limits.maximumConnections)"), result.total)
-        XCTAssertEqual(result.afterwards, 200, "once they are closed, the console answers again")
+        XCTAssertTrue(perAddress.hasPrefix("503 ") && perAddress.contains("too many connections from 127.0.0.1"), perAddress)
+        XCTAssertTrue(total.hasPrefix("503 ") && total.contains("at most \(limits.maximumConnections)"), total)
+        XCTAssertEqual(afterwards, 200, "once they are closed, the console answers again")
     }
 
     func testHeadsAndBodiesThatNeverEndAreCut() throws {

@@ -30,6 +30,9 @@ GSocketService *as_http_listen(const char *host, guint port, guint *bound_port, 
     GSocketAddress *address = g_inet_socket_address_new(inet, (guint16)port);
     g_object_unref(inet);
     GSocketService *service = g_socket_service_new();
+    // GIO's default backlog (10) drops the SYNs of a burst, and clients wait seconds to retry;
+    // the server's own caps decide who is served, not the kernel's queue.
+    g_socket_listener_set_backlog(G_SOCKET_LISTENER(service), 256);
     GSocketAddress *effective = NULL;
     gboolean ok = g_socket_listener_add_address(G_SOCKET_LISTENER(service), address, G_SOCKET_TYPE_STREAM,
                                                 G_SOCKET_PROTOCOL_TCP, NULL, &effective, error);

@@ -77,9 +77,10 @@ public final class HTTPStream {
     private var lastProgress = Double(g_get_monotonic_time()) / 1_000_000
     /// Called once, when the client goes away or the answer is finished.
     public var onClose: (() -> Void)?
-    /// The server's own hook (it lets go of the stream), kept apart from `onClose`,
-    /// which handlers set for themselves.
-    fileprivate var releaseFromServer: (() -> Void)?
+    /// The server's own hook for the same moment: kept apart from `onClose`, which the
+    /// handler sets (a handler that replaced the server's hook left every ended stream,
+    /// its message and its connection's buffers in memory).
+    fileprivate var released: (() -> Void)?
     /// Called (soon after, on the main loop) whenever the client took a piece and another may go out.
     public var onWritable: (() -> Void)?
 
@@ -163,10 +164,11 @@ public final class HTTPStream {
         guard !isClosed else { return }
         isClosed = true
         onWritable = nil
-        let callback = onClose, release = releaseFromServer
+        let callback = onClose
         onClose = nil
-        releaseFromServer = nil
         callback?()
+        let release = released
+        released = nil
         release?()
     }
 }
@@ -261,7 +263,41 @@ public final class HTTPServer {
             self.deadline = deadline
             g_object_ref(UnsafeMutableRawPointer(stream))
         }
-        deinit { g_object_unref(UnsafeMutableRawPointer(stream)) }
+        /// Watches the socket while a long answer goes out (see `watchForHangup`).
+        private var hangup: UnsafeMutablePointer<GSource>?
+        deinit {
+            if let hangup {
+                g_source_destroy(hangup)
+                g_source_unref(hangup)
+            }
+            g_object_unref(UnsafeMutableRawPointer(stream))
+        }
+
+        /// libsoup does not read while it answers, so a client that leaves a long answer
+        /// (a live view waiting for its next picture, a stalled download) is only noticed at
+        /// a later write. This notices the FIN or reset when it comes and ends the answer.
+        func watchForHangup(_ left: @escaping () -> Void) {
+            guard hangup == nil, let socket else { return }
+            let source = g_socket_create_source(socket, GIOCondition(rawValue: G_IO_IN.rawValue | G_IO_HUP.rawValue | G_IO_ERR.rawValue), nil)!
+            let ready: @convention(c) (UnsafeMutablePointer<GSocket>?, GIOCondition, gpointer?) -> gboolean = { socket, _, data in
+                guard let socket, let data else { return 0 }
+                var byte: UInt8 = 0
+                let n = recv(g_socket_get_fd(socket), &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT))
+                // The client sent more (or it is TLS talking): nothing to learn here any more.
+                if n > 0 { return 0 }
+                if n < 0, errno == EAGAIN || errno == EINTR { return 1 }
+                // Gone (end or reset): the socket is shut, and the answer ends, so libsoup's
+                // next write fails and it closes the connection.
+                g_socket_shutdown(socket, 1, 1, nil)
+                CallbackBox<() -> Void>.from(data)()
+                return 0
+            }
+            g_source_set_callback(source, unsafeBitCast(ready, to: GSourceFunc.self), CallbackBox(left).retainedPointer,
+                                  { CallbackBox<() -> Void>.release($0) })
+            g_source_attach(source, nil)
+            hangup = source
+        }
+
         var socket: UnsafeMutablePointer<GSocket>? { g_socket_connection_get_socket(UnsafeMutablePointer(stream)) }
         var isClosed: Bool { g_io_stream_is_closed(UnsafeMutablePointer(stream)) != 0 }
         /// Ends the connection under libsoup: its reads see the end and it closes the connection itself.
@@ -329,6 +365,9 @@ public final class HTTPServer {
     public func serveLater(with handler: @escaping (HTTPRequest, @escaping (HTTPResponse) -> Void) -> Void) {
         self.handler = handler
     }
+
+    /// Streamed answers (streams, file pieces) still going out.
+    public var answersInProgress: Int { streams.count }
 
     /// Connections open now (handed to libsoup and not closed yet).
     public var openConnections: Int {
@@ -620,14 +659,12 @@ public final class HTTPServer {
     /// Streams and file answers in progress, kept alive until their client is done.
     private var streams: [ObjectIdentifier: HTTPStream] = [:]
 
-    /// Streamed answers (previews, downloads) the server still holds: back to zero once their clients are gone.
-    public var answersInProgress: Int { streams.count }
-
     private func keep(_ stream: HTTPStream, on connection: Connection?) -> HTTPStream {
         let id = ObjectIdentifier(stream)
         streams[id] = stream
         connection?.answer = stream
-        stream.releaseFromServer = { [weak self] in
+        connection?.watchForHangup { [weak stream] in stream?.finish() }
+        stream.released = { [weak self] in
             // Let go after libsoup's signal handler has returned.
             MainLoop.post { self?.streams[id] = nil }
         }
