@@ -91,7 +91,7 @@ struct DetectionPlanner {
         var region: FaceRect
         var input: (width: Int, height: Int)
         var keepAspect: Bool
-        /// Whole frame and tiles: the area's block means on this frame (its new reference).
+        /// Whole frame and tiles: the frame's block means (the area's new reference).
         var reference: [UInt8] = []
         /// The camera's travel at this frame (scene = frame pixels + travel).
         var travel = Travel()
@@ -107,13 +107,26 @@ struct DetectionPlanner {
         var travel = Travel()
     }
 
-    /// How far the camera has moved since the recording started, in frame
-    /// pixels (see `CameraMotion`): a point of the scene seen at p in a frame
-    /// has scene coordinates p + travel. The tracker works in scene coordinates.
+    /// Where a frame sits in the scene: the camera's pan, tilt, zoom and
+    /// roll since the first frame (see `CameraMotion`) as the transform from
+    /// the frame's pixels to scene coordinates (the first frame's pixels).
+    /// The tracker works in scene coordinates.
     struct Travel: Equatable {
-        var x = 0.0, y = 0.0
-        func toScene(_ r: FaceRect) -> FaceRect { FaceRect(x: r.x + x, y: r.y + y, width: r.width, height: r.height) }
-        func toFrame(_ r: FaceRect) -> FaceRect { FaceRect(x: r.x - x, y: r.y - y, width: r.width, height: r.height) }
+        private(set) var scene = Similarity.identity
+        private(set) var frame = Similarity.identity
+        init() {}
+        /// The next frame's, the picture having moved by `motion` (previous frame's pixels → this one's).
+        func moved(by motion: Similarity) -> Travel {
+            guard motion != .identity else { return self }
+            var t = Travel()
+            t.scene = scene.after(motion.inverse)
+            t.frame = t.scene.inverse
+            return t
+        }
+        func toScene(_ r: FaceRect) -> FaceRect { self == Travel() ? r : scene.apply(r) }
+        func toFrame(_ r: FaceRect) -> FaceRect { self == Travel() ? r : frame.apply(r) }
+        /// From this frame's pixels to `other`'s.
+        func relative(to other: Travel) -> Similarity { other.frame.after(scene) }
     }
 
     /// The whole frame or one tile, and what it looked like when last searched.
@@ -122,7 +135,9 @@ struct DetectionPlanner {
         /// Block columns/rows it spans.
         var bx0: Int, by0: Int, bx1: Int, by1: Int
         var lastSearch: Int?
+        /// The whole frame's block means when it was last searched, and where that frame sat in the scene.
         var reference: [UInt8] = []
+        var referenceTravel = Travel()
         var dirtySince: Int?
     }
 
@@ -210,10 +225,13 @@ struct DetectionPlanner {
 
     /// A new frame entered the delay line; the picture moved by `cameraShift`
     /// since the previous one (`CameraMotion`, measured by the stage).
-    mutating func add(index: Int, time: UInt64, blocks: [UInt8], cameraShift: (dx: Double, dy: Double) = (0, 0)) {
-        travel.x -= cameraShift.dx
-        travel.y -= cameraShift.dy
-        cameraSpeed = (cameraShift.dx * cameraShift.dx + cameraShift.dy * cameraShift.dy).squareRoot()
+    mutating func add(index: Int, time: UInt64, blocks: [UInt8], motion: Similarity = .identity) {
+        travel = travel.moved(by: motion)
+        // The fastest any point of the picture moved (its corners, for a zoom or roll).
+        cameraSpeed = [(0.0, 0.0), (Double(width), 0), (0, Double(height)), (Double(width), Double(height))].map { x, y in
+            let m = motion.apply(x, y)
+            return ((m.x - x) * (m.x - x) + (m.y - y) * (m.y - y)).squareRoot()
+        }.max() ?? 0
         let frame = Frame(index: index, time: time, blocks: blocks, travel: travel)
         frames.append(frame)
         for i in areas.indices where areas[i].dirtySince == nil && changed(i, frame) {
@@ -235,29 +253,62 @@ struct DetectionPlanner {
     /// End of stream: passes due after the last frame run on it instead.
     mutating func drain() { draining = true }
 
+    /// A face this much bigger (the camera zoomed in) than when an area
+    /// was searched may have been too small to find then: the area changed.
+    static let zoomLimit = 1.2
+
+    /// Whether area `i` shows anything on `frame` that its last search did
+    /// not see: a block that, carried back through the camera's motion to
+    /// the frame searched, falls outside the area then (new content: entering
+    /// at an edge, or from a neighbouring tile) or differs from what was
+    /// there by `changeThreshold` or more (someone moving against the
+    /// background, a light); or the camera zoomed in by `zoomLimit` since.
     private func changed(_ area: Int, _ frame: Frame) -> Bool {
         let a = areas[area]
         guard a.lastSearch != nil else { return true }
-        let threshold = settings.changeThreshold
-        var k = 0
+        let carry = Carry(a, frame, planner: self)
+        if carry.zoomedIn { return true }
         for by in a.by0..<a.by1 {
-            let row = by * blocksPerRow
-            for bx in a.bx0..<a.bx1 {
-                if abs(Int(frame.blocks[row + bx]) - Int(a.reference[k])) >= threshold { return true }
-                k += 1
-            }
+            for bx in a.bx0..<a.bx1 where carry.differs(bx, by) { return true }
         }
         return false
     }
 
-    private func cells(of area: Area, in frame: Frame) -> [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity((area.bx1 - area.bx0) * (area.by1 - area.by0))
-        for by in area.by0..<area.by1 {
-            let row = by * blocksPerRow
-            out.append(contentsOf: frame.blocks[(row + area.bx0)..<(row + area.bx1)])
+    /// Carries blocks of a frame back to the frame an area was last searched on.
+    private struct Carry {
+        let blocks: [UInt8], reference: [UInt8]
+        let toReference: Similarity?
+        let rect: FaceRect
+        let columns: Int, rows: Int, threshold: Int
+        let zoomedIn: Bool
+
+        init(_ area: Area, _ frame: Frame, planner: DetectionPlanner) {
+            blocks = frame.blocks
+            reference = area.reference
+            rect = area.rect
+            columns = planner.blocksPerRow
+            rows = (planner.height + DetectionPlanner.block - 1) / DetectionPlanner.block
+            threshold = planner.settings.changeThreshold
+            let relative = frame.travel.relative(to: area.referenceTravel)
+            toReference = relative == .identity ? nil : relative
+            // A face of size f now was f × scale then.
+            zoomedIn = relative.scale * DetectionPlanner.zoomLimit < 1
         }
-        return out
+
+        func differs(_ bx: Int, _ by: Int) -> Bool {
+            let now = Int(blocks[by * columns + bx])
+            guard let m = toReference else { return abs(now - Int(reference[by * columns + bx])) >= threshold }
+            let b = Double(DetectionPlanner.block)
+            let p = m.apply((Double(bx) + 0.5) * b, (Double(by) + 0.5) * b)
+            guard p.x >= rect.x, p.y >= rect.y, p.x < rect.maxX, p.y < rect.maxY else { return true }
+            // Bilinear between the reference's block centres.
+            let gx = min(Double(columns - 1), max(0, p.x / b - 0.5)), gy = min(Double(rows - 1), max(0, p.y / b - 0.5))
+            let x0 = Int(gx), y0 = Int(gy), x1 = min(columns - 1, x0 + 1), y1 = min(rows - 1, y0 + 1)
+            let fx = gx - Double(x0), fy = gy - Double(y0)
+            func r(_ x: Int, _ y: Int) -> Double { Double(reference[y * columns + x]) }
+            let then = (r(x0, y0) * (1 - fx) + r(x1, y0) * fx) * (1 - fy) + (r(x0, y1) * (1 - fx) + r(x1, y1) * fx) * fy
+            return abs(Double(now) - then) >= Double(threshold)
+        }
     }
 
     // MARK: Settling
@@ -287,47 +338,89 @@ struct DetectionPlanner {
         return true
     }
 
-    /// The parts of frame `index` that no search vouches for, as cells of
-    /// `cell` pixels (a multiple of the block size) on a fixed grid: the
-    /// blocks of every area not covering the frame that differ from what the
-    /// area looked like when it was last searched (all of it before its first
+    /// A part of a frame that no search vouches for, and the pixelation
+    /// cell that hides a face as big as that part.
+    struct Unconfirmed: Equatable {
+        var rect: FaceRect
+        var cell: Int
+    }
+
+    /// The parts of frame `index` that no search vouches for: the blocks of
+    /// every area not covering the frame that differ from what the area
+    /// looked like when it was last searched (all of it before its first
     /// search), grown by one block (a face straddles blocks). Faces being
     /// followed are not in it: the tracker's regions cover them.
-    func unconfirmedCells(_ index: Int, cell: Int) -> [FaceRect] {
-        let all = [FaceRect(x: 0, y: 0, width: Double(width), height: Double(height))]
-        guard let frame = frame(index), cell % Self.block == 0, cell > 0 else { return all }
-        let bw = blocksPerRow, bh = (height + Self.block - 1) / Self.block
-        let per = cell / Self.block
-        let cw = (bw + per - 1) / per, ch = (bh + per - 1) / per
-        var hit = [Bool](repeating: false, count: cw * ch)
+    ///
+    /// Each connected part gets its own cell: a face in it is at most as
+    /// big as the part's smaller side, and `cellsAcross` cells across a face
+    /// hide it (as for the faces found), so a small part (someone walking
+    /// past a fixed camera) keeps a fine grain; the cell is at least
+    /// `minimumCell` and at most `maximumCell` pixels (multiples of the
+    /// block), on a grid anchored at the part's corner. Returned as runs
+    /// of cells along each row.
+    func unconfirmedParts(_ index: Int, cellsAcross: Int = 5, minimumCell: Int = 8, maximumCell: Int) -> [Unconfirmed] {
+        let block = Self.block
+        let all = [Unconfirmed(rect: FaceRect(x: 0, y: 0, width: Double(width), height: Double(height)),
+                               cell: max(block, maximumCell))]
+        guard let frame = frame(index) else { return all }
+        let bw = blocksPerRow, bh = (height + block - 1) / block
+        var hit = [Bool](repeating: false, count: bw * bh)
         for area in areas.indices where !areaCovers(area, index) {
             let a = areas[area]
-            var k = 0
+            let carry = a.lastSearch == nil ? nil : Carry(a, frame, planner: self)
+            let everything = carry?.zoomedIn ?? true
             for by in a.by0..<a.by1 {
                 for bx in a.bx0..<a.bx1 {
-                    defer { k += 1 }
-                    guard a.lastSearch == nil || abs(Int(frame.blocks[by * bw + bx]) - Int(a.reference[k])) >= settings.changeThreshold
-                    else { continue }
+                    guard everything || carry!.differs(bx, by) else { continue }
                     for y in max(0, by - 1)...min(bh - 1, by + 1) {
-                        for x in max(0, bx - 1)...min(bw - 1, bx + 1) { hit[(y / per) * cw + x / per] = true }
+                        for x in max(0, bx - 1)...min(bw - 1, bx + 1) { hit[y * bw + x] = true }
                     }
                 }
             }
         }
-        // Runs of cells along each row: one rectangle each (the grid stays aligned).
-        var cells: [FaceRect] = []
-        for cy in 0..<ch {
-            var cx = 0
-            while cx < cw {
-                guard hit[cy * cw + cx] else { cx += 1; continue }
-                let start = cx
-                while cx < cw, hit[cy * cw + cx] { cx += 1 }
-                let x0 = start * cell, y0 = cy * cell
-                cells.append(FaceRect(x: Double(x0), y: Double(y0),
-                                      width: Double(min(width, cx * cell) - x0), height: Double(min(height, y0 + cell) - y0)))
+        // Connected parts (8-neighbours), each with its bounding box in blocks.
+        var label = [Int32](repeating: -1, count: bw * bh)
+        var parts: [Unconfirmed] = []
+        var stack: [Int] = []
+        for start in hit.indices where hit[start] && label[start] < 0 {
+            let id = Int32(parts.count)
+            var (x0, y0, x1, y1) = (start % bw, start / bw, start % bw, start / bw)
+            label[start] = id
+            stack.append(start)
+            var members: [Int] = []
+            while let i = stack.popLast() {
+                members.append(i)
+                let (x, y) = (i % bw, i / bw)
+                x0 = min(x0, x); x1 = max(x1, x); y0 = min(y0, y); y1 = max(y1, y)
+                for ny in max(0, y - 1)...min(bh - 1, y + 1) {
+                    for nx in max(0, x - 1)...min(bw - 1, x + 1) {
+                        let j = ny * bw + nx
+                        if hit[j], label[j] < 0 { label[j] = id; stack.append(j) }
+                    }
+                }
+            }
+            let side = min(x1 - x0 + 1, y1 - y0 + 1) * block
+            let wanted = max(minimumCell, side / max(1, cellsAcross))
+            let cell = min(max(block, maximumCell / block * block), max(block, (wanted + block - 1) / block * block))
+            // Cells of `per` blocks anchored at the part's corner; a cell is hidden when it holds a block of the part.
+            let per = cell / block
+            let cw = (x1 - x0) / per + 1, ch = (y1 - y0) / per + 1
+            var cells = [Bool](repeating: false, count: cw * ch)
+            for i in members { cells[((i / bw - y0) / per) * cw + (i % bw - x0) / per] = true }
+            for cy in 0..<ch {
+                var cx = 0
+                while cx < cw {
+                    guard cells[cy * cw + cx] else { cx += 1; continue }
+                    let first = cx
+                    while cx < cw, cells[cy * cw + cx] { cx += 1 }
+                    let px0 = (x0 + first * per) * block, py0 = (y0 + cy * per) * block
+                    let px1 = min(width, (x0 + cx * per) * block), py1 = min(height, py0 + cell)
+                    parts.append(Unconfirmed(rect: FaceRect(x: Double(px0), y: Double(py0), width: Double(px1 - px0),
+                                                            height: Double(py1 - py0)), cell: cell))
+                }
             }
         }
-        return cells
+        return parts
     }
 
     // MARK: Choosing the next pass
@@ -381,7 +474,7 @@ struct DetectionPlanner {
             guard let t = target(due) else { continue }
             offer(t, i == 0 ? 2 : 3, bestEffort: bestEffort) {
                 guard let frame = frame(t) else { return nil }
-                let reference = cells(of: area, in: frame)
+                let reference = frame.blocks
                 return i == 0
                     ? Pass(kind: .whole, frame: t, time: frame.time, region: area.rect,
                            input: FaceDetector.inputSize(forRegionWidth: width, height: height,
@@ -448,6 +541,7 @@ struct DetectionPlanner {
             if pass.frame >= (areas[i].lastSearch ?? pass.frame) {
                 areas[i].lastSearch = pass.frame
                 areas[i].reference = pass.reference
+                areas[i].referenceTravel = pass.travel
                 areas[i].dirtySince = frames.first { $0.index > pass.frame && changed(i, $0) }?.index
             }
             note(tracker.update(detections: faces, time: frame.time), frame: pass.frame)

@@ -7,6 +7,17 @@ import Recorder
 /// What the face-blur stage does and how hard it tries.
 public struct FaceBlurSettings: Equatable, Sendable {
     public enum Mode: String, Sendable, CaseIterable { case pixelate, fill }
+    /// Live, what gives when detection cannot search a frame completely by
+    /// its deadline (`maxLatencyNs`).
+    public enum WhenBehind: String, Sendable, CaseIterable {
+        /// Record the frame with, besides the faces known, every part no
+        /// search confirmed pixelated (cells sized for a face as big as that part).
+        case pixelate
+        /// Record only frames searched completely; the others are not
+        /// recorded (counted, logged, `allspark_privacy_frames_skipped_total`).
+        /// The recording's timestamps stay true: it just has fewer frames.
+        case lowerFPS = "lower_fps"
+    }
 
     public var modelPath: String
     public var mode: Mode = .pixelate
@@ -36,6 +47,7 @@ public struct FaceBlurSettings: Equatable, Sendable {
     /// so that the detector is late only when the machine cannot keep up;
     /// then the frame leaves with what no search confirmed hidden.
     public var maxLatencyNs: UInt64 = 2_500_000_000
+    public var whenBehind = WhenBehind.pixelate
     /// What a frame leaving unconfirmed has hidden: cells of this fraction
     /// of the frame height (a fixed grid, multiples of the 8-pixel change
     /// blocks) wherever it changed since the part around it was last searched.
@@ -163,6 +175,9 @@ public final class FaceBlurStage: FrameProcessor {
         public var late = 0
         /// Of the late frames' area, the part hidden as unconfirmed (sum of fractions).
         public var unconfirmedArea = 0.0
+        /// Live frames not recorded because they could not be searched
+        /// completely in time (`whenBehind == .lowerFPS`).
+        public var skipped = 0
         /// Frames that could not be anonymised and were not recorded at all.
         public var dropped = 0
         public var wholeFramePasses = 0
@@ -236,7 +251,7 @@ public final class FaceBlurStage: FrameProcessor {
         }
         guard c.frames > 0 else { return }
         let passes = c.wholeFramePasses + c.tilePasses + c.followPasses
-        logger.notice("face blur: \(c.frames) frames, \(c.framesWithFaces) with faces hidden, \(c.blackedOut) blacked out, \(c.dropped) dropped\(realTime ? ", \(c.late) late (\(String(format: "%.1f", c.unconfirmedArea / Double(max(1, c.late)) * 100)) % of their picture hidden as unconfirmed)" : ""); \(c.wholeFramePasses) whole-frame, \(c.tilePasses) tile and \(c.followPasses) follow detections (\(String(format: "%.1f + %.1f + %.1f s", c.wholeSeconds, c.tileSeconds, c.followSeconds)), \(passes > 0 ? Int(c.detectionSeconds / Double(passes) * 1000) : 0) ms each on average)")
+        logger.notice("face blur: \(c.frames) frames, \(c.framesWithFaces) with faces hidden, \(c.blackedOut) blacked out, \(c.dropped) dropped\(realTime ? ", \(c.skipped) not recorded (behind), \(c.late) late (\(String(format: "%.1f", c.unconfirmedArea / Double(max(1, c.late)) * 100)) % of their picture hidden as unconfirmed)" : ""); \(c.wholeFramePasses) whole-frame, \(c.tilePasses) tile and \(c.followPasses) follow detections (\(String(format: "%.1f + %.1f + %.1f s", c.wholeSeconds, c.tileSeconds, c.followSeconds)), \(passes > 0 ? Int(c.detectionSeconds / Double(passes) * 1000) : 0) ms each on average)")
     }
 
     private static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
@@ -250,7 +265,7 @@ public final class FaceBlurStage: FrameProcessor {
             (PlaneEditor.blockMeans(f.luma.data, width: f.width, height: f.height, stride: f.luma.stride,
                                     block: DetectionPlanner.block), f.width, f.height)
         }
-        let shift = blocks.map { cameraShift(to: $0.0, width: $0.1, height: $0.2) } ?? (0, 0)
+        let cameraMotion: Similarity = blocks.map { self.cameraMotion(to: $0.0, width: $0.1, height: $0.2) } ?? .identity
         condition.lock()
         countersStorage.frames += 1
         metrics.frames.increment()
@@ -270,7 +285,7 @@ public final class FaceBlurStage: FrameProcessor {
                                            tracker: FaceTracker(settings: settings.tracker), width: width, height: height)
             }
             queue.append(Pending(sample: frame, index: index, time: time, arrival: Self.now(), width: width, height: height))
-            planner!.add(index: index, time: time, blocks: means, cameraShift: shift)
+            planner!.add(index: index, time: time, blocks: means, motion: cameraMotion)
         } else {
             queue.append(Pending(sample: frame, index: index, time: time, arrival: Self.now(), width: 0, height: 0))
             fail("cannot read a frame for detection")
@@ -290,12 +305,12 @@ public final class FaceBlurStage: FrameProcessor {
         return finish(ready)
     }
 
-    /// Streaming thread: how far the picture moved since the previous frame (none after a size change).
-    private func cameraShift(to means: [UInt8], width: Int, height: Int) -> (dx: Double, dy: Double) {
+    /// Streaming thread: how the picture moved since the previous frame (none after a size change).
+    private func cameraMotion(to means: [UInt8], width: Int, height: Int) -> Similarity {
         let estimator = CameraMotion(frameWidth: width, height: height)
         defer { motion = (estimator, means) }
-        guard let (last, previous) = motion, last.columns == estimator.columns, last.rows == estimator.rows else { return (0, 0) }
-        return estimator.shift(from: previous, to: means)
+        guard let (last, previous) = motion, last.columns == estimator.columns, last.rows == estimator.rows else { return .identity }
+        return estimator.motion(from: previous, to: means)
     }
 
     public func drain() -> [Sample] {
@@ -317,7 +332,7 @@ public final class FaceBlurStage: FrameProcessor {
     enum Treatment {
         /// Hide these faces, and (a frame that left unsettled) coarsely
         /// pixelate these cells that no search confirmed.
-        case hide(faces: [FaceRect], unconfirmed: [FaceRect], cell: Int)
+        case hide(faces: [FaceRect], unconfirmed: [DetectionPlanner.Unconfirmed])
         /// The detector failed: nothing in the frame is vouched for.
         case blackOut
     }
@@ -338,34 +353,50 @@ public final class FaceBlurStage: FrameProcessor {
                 ready.append((first.sample, .blackOut))
                 continue
             }
+            if !settled, realTime, settings.whenBehind == .lowerFPS {
+                // Not searched completely: this frame is not recorded (the timestamps of those that are stay true).
+                countersStorage.skipped += 1
+                metrics.skipped.increment()
+                let n = countersStorage.skipped
+                if n == 1 || n % 100 == 0 {
+                    logger.warning("face detection is behind: \(n) frames so far not recorded because they could not be searched completely in time (privacy.when_behind = \"lower_fps\")")
+                }
+                if planner!.oldest?.index == first.index { planner!.removeOldest() }
+                continue
+            }
             let faces = planner!.regions(forFrame: first.index)
             if !faces.isEmpty {
                 countersStorage.framesWithFaces += 1
                 metrics.framesWithFaces.increment()
                 metrics.facesHidden.increment(by: faces.count)
             }
-            var unconfirmed: [FaceRect] = []
-            let cell = unconfirmedCell(height: first.height)
+            var unconfirmed: [DetectionPlanner.Unconfirmed] = []
             if !settled {
                 // Late (or the end of the stream): hide what no search vouches for, not the whole frame.
-                unconfirmed = planner!.unconfirmedCells(first.index, cell: cell)
+                unconfirmed = planner!.unconfirmedParts(first.index, cellsAcross: settings.cellsAcross, minimumCell: settings.minimumCell,
+                                                        maximumCell: unconfirmedCell(height: first.height))
                 countersStorage.late += 1
                 metrics.late.increment()
-                let area = unconfirmed.reduce(0) { $0 + $1.width * $1.height } / Double(max(1, first.width * first.height))
+                let area = unconfirmed.reduce(0) { $0 + $1.rect.area } / Double(max(1, first.width * first.height))
                 countersStorage.unconfirmedArea += area
                 let n = countersStorage.late
                 if n == 1 || n % 100 == 0 {
-                    logger.warning("face detection is behind: \(n) frames so far left before every search they needed was done; in each, what no search confirmed was pixelated coarsely (this one: \(Int((area * 100).rounded())) % of the picture)")
+                    logger.warning("face detection is behind: \(n) frames so far left before every search they needed was done; in each, what no search confirmed was pixelated (this one: \(Int((area * 100).rounded())) % of the picture)")
                 }
             }
             if logger.logLevel <= .trace { logger.trace("frame at \(first.time / 1_000_000) ms: hiding \(faces), \(unconfirmed.count) unconfirmed runs") }
-            ready.append((first.sample, .hide(faces: faces, unconfirmed: unconfirmed, cell: cell)))
+            if logger.logLevel <= .debug, let frame = planner!.frame(first.index) {
+                // How far each region reaches beyond its face (areas over the face's area; the margin alone gives (1 + 2 margin)²).
+                let pairs = planner!.tracker.regionsAndFaces(at: frame.time)
+                logger.debug("regions frame \(first.index): \(pairs.map { "face \(Int($0.face.width))x\(Int($0.face.height)) region ×\(String(format: "%.1f", $0.region.area / max(1, $0.face.area)))" }.joined(separator: "; "))")
+            }
+            ready.append((first.sample, .hide(faces: faces, unconfirmed: unconfirmed)))
             if planner!.oldest?.index == first.index { planner!.removeOldest() }
         }
         return ready
     }
 
-    /// The coarse cell for unconfirmed parts: a fraction of the frame
+    /// The coarsest cell for unconfirmed parts: a fraction of the frame
     /// height, a multiple of the change blocks.
     private func unconfirmedCell(height: Int) -> Int {
         let block = DetectionPlanner.block
@@ -378,8 +409,8 @@ public final class FaceBlurStage: FrameProcessor {
             do {
                 return try sample.modifyingVideoFrame { frame in
                     switch treatment {
-                    case .hide(let faces, let unconfirmed, let cell):
-                        for region in unconfirmed { pixelate(region, cell: cell, in: frame) }
+                    case .hide(let faces, let unconfirmed):
+                        for part in unconfirmed { pixelate(part.rect, cell: part.cell, in: frame) }
                         hide(faces, in: frame)
                     case .blackOut:
                         blackOut(frame)
@@ -540,7 +571,7 @@ public final class FaceBlurStage: FrameProcessor {
 /// The privacy stage's counts as swift-metrics counters and timers. The
 /// handles are made once: making one per frame would cost a registry lookup.
 struct StageMetrics {
-    let frames, framesWithFaces, facesHidden, blackedOut, late, dropped: CoreMetrics.Counter
+    let frames, framesWithFaces, facesHidden, blackedOut, late, skipped, dropped: CoreMetrics.Counter
     let wholeFrame, tile, follow: CoreMetrics.Timer
 
     init(factory: MetricsFactory) {
@@ -550,6 +581,7 @@ struct StageMetrics {
         facesHidden = counter("faces_hidden")
         blackedOut = counter("frames_blacked_out")
         late = counter("frames_late")
+        skipped = counter("frames_skipped")
         dropped = counter("frames_dropped")
         func timer(_ pass: String) -> CoreMetrics.Timer {
             CoreMetrics.Timer(label: "allspark_face_detection_seconds", dimensions: [("pass", pass)], preferredDisplayUnit: .seconds, factory: factory)

@@ -7,14 +7,13 @@ import Foundation
 /// or the surroundings of a face already followed), so a frame is usually
 /// between two detections. A track's region covers a frame when the frame
 /// lies within `hold` after the track was last seen or within `lookAhead`
-/// before it was first seen. The region is the union of the nearest
-/// observations before and after the frame, grown by `margin` (the whole
-/// head, not the tight box) and by `motion` box-sizes per second of
-/// distance to the nearest observation, so a face that moved between
-/// detections stays covered. Before the first and after the last sighting
-/// the region also takes in where the face's motion leads (straight-line,
-/// at most half a second), so a face entering the picture fast is covered
-/// on the frames before it was first found.
+/// before it was first seen. Between two sightings close in time the region
+/// is the face interpolated between them, with `margin` (the whole head,
+/// not the tight box) and a share of the distance it went; before the first
+/// and after the last sighting, the sighting and where the face's motion
+/// leads, grown by `motion` face sizes per second since (see `region`).
+/// Growth is always in face sizes: growing a united or extrapolated box by
+/// its own size (the earlier rule) hid whole crowds around a few faces.
 ///
 /// Observations may arrive out of time order (the offline stage searches
 /// backwards from where a face was first found); each is kept in order.
@@ -33,6 +32,17 @@ public struct FaceTracker {
         public var holdNs: UInt64 = 1_000_000_000
         /// How long before it was first seen a face is covered (the delay line's length is enough).
         public var lookAheadNs: UInt64 = 500_000_000
+        /// Between two sightings: the share of the distance the face went
+        /// between them added on each side (it need not go straight).
+        public var pathSlack: Double = 0.25
+        /// Sightings further apart than this are not interpolated: the region
+        /// unites them and grows with the time to the nearer one.
+        public var longGapNs: UInt64 = 500_000_000
+        /// A face's velocity is measured over at least this long (sightings a
+        /// frame apart differ by the detector's jitter as much as by motion).
+        public var velocitySpanNs: UInt64 = 100_000_000
+        /// How far beyond its first or last sighting a face's motion is followed.
+        public var maxExtrapolationNs: UInt64 = 250_000_000
         public init() {}
     }
 
@@ -187,20 +197,81 @@ public struct FaceTracker {
 
     /// Regions to hide in the frame captured at `time`.
     public func regions(at time: UInt64) -> [FaceRect] {
-        tracks.compactMap { track -> FaceRect? in
-            guard let first = track.observations.first, let last = track.observations.last else { return nil }
-            if time + settings.lookAheadNs < first.time || time > last.time + settings.holdNs { return nil }
-            let nearest = [track.observations.last { $0.time <= time }, track.observations.first { $0.time >= time }]
-                .compactMap { $0 }
-            guard var base = nearest.first?.rect else { return nil }
-            for observation in nearest.dropFirst() { base = base.union(observation.rect) }
-            if nearest.count == 1, track.observations.count >= 2, let ahead = predicted(track.observations, at: time) {
-                // Before the first or after the last sighting: also where its motion leads.
-                base = base.union(ahead)
+        tracks.compactMap { region(of: $0.observations, at: time)?.region }
+    }
+
+    /// The same, each with the face it stands for (the nearest sighting), for logs.
+    public func regionsAndFaces(at time: UInt64) -> [(face: FaceRect, region: FaceRect)] {
+        tracks.compactMap { region(of: $0.observations, at: time) }
+    }
+
+    /// A track's region at `time`: the face where its sightings put it, with
+    /// `margin` (the whole head) around it, plus only what the sightings
+    /// leave open:
+    /// - between two sightings close in time, the box interpolated between
+    ///   them, grown by `pathSlack` of the distance the face went between
+    ///   them (it need not go straight); sightings further apart than
+    ///   `longGap` say less: the region is both of them, united, grown by
+    ///   its motion over the gap;
+    /// - before the first or after the last sighting, the sighting and where
+    ///   the face's own motion leads (at most `maxExtrapolationNs`), grown
+    ///   by `motion` face sizes per second since, at most `maxMotionGrowth`.
+    /// All growth is measured in face sizes, never in the size of a united
+    /// box (a box grown by its own size grows without end).
+    func region(of list: [Observation], at time: UInt64) -> (face: FaceRect, region: FaceRect)? {
+        guard let first = list.first, let last = list.last else { return nil }
+        if time + settings.lookAheadNs < first.time || time > last.time + settings.holdNs { return nil }
+        let after = list.firstIndex { $0.time >= time }
+        if let after, list[after].time == time { return (list[after].rect, grown(list[after].rect, around: list[after].rect, by: settings.margin)) }
+        if let after, after > 0 {
+            let (a, b) = (list[after - 1], list[after])
+            let gap = b.time - a.time
+            let size = max(a.rect.width, a.rect.height, b.rect.width, b.rect.height)
+            let face = FaceRect(x: 0, y: 0, width: max(a.rect.width, b.rect.width), height: max(a.rect.height, b.rect.height))
+            if gap > settings.longGapNs {
+                let distance = min(time - a.time, b.time - time)
+                let growth = settings.margin + min(settings.maxMotionGrowth, settings.motion * Double(distance) / 1e9)
+                return (time - a.time < b.time - time ? a.rect : b.rect, grown(a.rect.union(b.rect), around: face, by: growth))
             }
-            let distance = nearest.map { $0.time > time ? $0.time - time : time - $0.time }.min() ?? 0
-            let grow = settings.margin + min(settings.maxMotionGrowth, settings.motion * Double(distance) / 1e9)
-            return base.expanded(by: grow)
+            let f = Double(time - a.time) / Double(gap)
+            let lerp = { (x: Double, y: Double) in x + (y - x) * f }
+            let box = FaceRect(x: lerp(a.rect.x, b.rect.x), y: lerp(a.rect.y, b.rect.y),
+                               width: lerp(a.rect.width, b.rect.width), height: lerp(a.rect.height, b.rect.height))
+            let dx = b.rect.center.x - a.rect.center.x, dy = b.rect.center.y - a.rect.center.y
+            let went = (dx * dx + dy * dy).squareRoot() + abs(b.rect.height - a.rect.height)
+            return (box, grown(box, around: face, by: settings.margin + settings.pathSlack * went / max(1, size)))
         }
+        // Outside the sightings: the nearest one, and where the face's own motion leads.
+        let near = after == 0 ? first : last
+        let distance = near.time > time ? near.time - time : time - near.time
+        var box = near.rect
+        if let ahead = extrapolated(list, at: time) { box = box.union(ahead) }
+        let growth = settings.margin + min(settings.maxMotionGrowth, settings.motion * Double(distance) / 1e9)
+        return (near.rect, grown(box, around: near.rect, by: growth))
+    }
+
+    /// `box` grown on each side by `fraction` of `face`'s width and height.
+    private func grown(_ box: FaceRect, around face: FaceRect, by fraction: Double) -> FaceRect {
+        let gx = face.width * fraction, gy = face.height * fraction
+        return FaceRect(x: box.x - gx, y: box.y - gy, width: box.width + 2 * gx, height: box.height + 2 * gy)
+    }
+
+    /// Where the face is expected at `time` before its first or after its
+    /// last sighting: its velocity between the outermost sighting and the
+    /// first one at least `velocitySpanNs` from it (sightings a frame apart
+    /// differ by the detector's jitter more than by motion), carried at
+    /// most `maxExtrapolationNs`; the size stays. Nil with one sighting.
+    private func extrapolated(_ list: [Observation], at time: UInt64) -> FaceRect? {
+        guard list.count >= 2, let first = list.first, let last = list.last else { return nil }
+        let forward = time > last.time
+        let end = forward ? last : first
+        let other = forward ? (list.last { end.time - $0.time >= settings.velocitySpanNs } ?? list[list.count - 2])
+                            : (list.first { $0.time - end.time >= settings.velocitySpanNs } ?? list[1])
+        let span = Double(Int64(bitPattern: end.time &- other.time))
+        guard span != 0 else { return nil }
+        let ahead = Double(min(forward ? time - end.time : end.time - time, settings.maxExtrapolationNs)) * (forward ? 1 : -1)
+        let k = ahead / span
+        let dx = (end.rect.center.x - other.rect.center.x) * k, dy = (end.rect.center.y - other.rect.center.y) * k
+        return FaceRect(x: end.rect.x + dx, y: end.rect.y + dy, width: end.rect.width, height: end.rect.height)
     }
 }

@@ -80,24 +80,29 @@ final class DetectionPlannerTests: XCTestCase {
 
     func testAFrameLeavingUnsettledHidesOnlyWhatChangedSinceTheLastSearch() {
         var p = planner()
+        func hidden(_ index: Int) -> [DetectionPlanner.Unconfirmed] { p.unconfirmedParts(index, maximumCell: 32) }
+        func area(_ parts: [DetectionPlanner.Unconfirmed]) -> Double { parts.reduce(0) { $0 + $1.rect.area } }
         add(&p, 0)
-        XCTAssertEqual(p.unconfirmedCells(0, cell: 32).reduce(0) { $0 + $1.width * $1.height },
-                       Double(Self.width * Self.height), "nothing searched yet: all of it")
+        XCTAssertEqual(area(hidden(0)), Double(Self.width * Self.height), "nothing searched yet: all of it")
+        XCTAssertTrue(hidden(0).allSatisfy { $0.cell == 32 }, "a part the size of the frame: the coarsest cell")
         runDue(&p)
-        XCTAssertTrue(p.unconfirmedCells(0, cell: 32).isEmpty, "searched: nothing to hide")
+        XCTAssertTrue(hidden(0).isEmpty, "searched: nothing to hide")
         // Something moves at block (5, 9) (pixels 40…47, 72…79) from frame 1 on; no search has run since.
         for i in 1...3 { add(&p, i, [(5, 9)]) }
         XCTAssertFalse(p.isSettled(2))
-        let cells = p.unconfirmedCells(2, cell: 32)
-        // Grown by one block: blocks 4…6 × 8…10, i.e. pixels 32…55 × 64…87, all in one 32-pixel cell.
-        XCTAssertEqual(cells, [FaceRect(x: 32, y: 64, width: 32, height: 32)],
-                       "the one cell of the grid holding the changed block and its neighbours")
+        let parts = hidden(2)
+        // Grown by one block: blocks 4…6 × 8…10, i.e. pixels 32…55 × 64…87; a face there is at most 24 px: fine cells.
+        XCTAssertEqual(area(parts), 24 * 24)
+        XCTAssertEqual(parts.map(\.rect).reduce(parts[0].rect) { $0.union($1) }, FaceRect(x: 32, y: 64, width: 24, height: 24))
+        XCTAssertTrue(parts.allSatisfy { $0.cell == 8 }, "cells for a face of that size, not the coarsest: \(parts)")
         add(&p, 4, [(5, 9), (39, 22)])
-        let edge = p.unconfirmedCells(4, cell: 32)
-        XCTAssertEqual(edge.last, FaceRect(x: 288, y: 160, width: 32, height: 24), "cells at the edge are clipped to the frame")
+        let edge = hidden(4)
+        XCTAssertEqual(edge.map(\.rect.maxX).max(), 320, "parts at the edge are clipped to the frame")
+        XCTAssertEqual(edge.map(\.rect.maxY).max(), 184)
+        XCTAssertEqual(area(edge), 24 * 24 + 16 * 16)
         p.drain()   // the tiles' next searches are due later: run them now
         runDue(&p)
-        XCTAssertTrue((0...4).allSatisfy { p.unconfirmedCells($0, cell: 32).isEmpty }, "searched again: confirmed")
+        XCTAssertTrue((0...4).allSatisfy { hidden($0).isEmpty }, "searched again: confirmed")
     }
 
     func testAFaceFoundLateIsTracedBackAndFollowed() {
