@@ -96,16 +96,24 @@ struct CameraMotion {
     /// Translation in pixels (dx, dy): content at p in `previous` is at p + (dx, dy) in `current`
     /// (the translation part of `motion` at the frame's centre).
     func shift(from previous: [UInt8], to current: [UInt8]) -> (dx: Double, dy: Double) {
-        let m = motion(from: previous, to: current)
+        let m = motion(from: previous, to: current) ?? .identity
         let (cx, cy) = (Double(columns * Self.block) / 2, Double(rows * Self.block) / 2)
         let c = m.apply(cx, cy)
         return (c.x - cx, c.y - cy)
     }
 
-    /// The transform taking a point of `previous` (frame pixels) to where it is in `current`.
-    func motion(from previous: [UInt8], to current: [UInt8]) -> Similarity {
-        guard previous.count == columns * rows, current.count == columns * rows, columns >= 8, rows >= 8 else { return .identity }
+    /// The transform taking a point of `previous` (frame pixels) to where
+    /// it is in `current`; nil when the pictures do not tell (too little
+    /// texture or agreement). `guess`: where the motion is expected (the
+    /// motion to the frame before, from the same `previous`): each patch is
+    /// then searched around where it puts it, so `previous` can be a key
+    /// frame several frames back (larger shifts, measured as precisely:
+    /// errors do not pile up frame by frame).
+    func motion(from previous: [UInt8], to current: [UInt8], guess: Similarity? = nil) -> Similarity? {
+        guard previous.count == columns * rows, current.count == columns * rows, columns >= 8, rows >= 8 else { return nil }
         let a = centred(previous), b = centred(current)
+        let block = Double(Self.block)
+        if let guess, guess != .identity { return fitted(a, b, around: { guess.apply($0, $1) }, fallback: guess) }
         // 1. Global translation, coarse (cells) then fine (blocks).
         let (cc, cr) = (columns / Self.cellBlocks, rows / Self.cellBlocks)
         let ca = cells(a), cb = cells(b)
@@ -124,8 +132,17 @@ struct CameraMotion {
                 if c < fine.cost { fine = (dx, dy, c) }
             }
         }
-        guard fine.cost.isFinite else { return .identity }
-        // 2. Local shifts of textured patches around it.
+        guard fine.cost.isFinite else { return nil }
+        let translation = Similarity(tx: Double(fine.dx) * block, ty: Double(fine.dy) * block)
+        let still = difference(a, b, columns: columns, rows: rows, dx: 0, dy: 0)
+        let global = (fine.dx != 0 || fine.dy != 0) && fine.cost < 0.8 * still ? translation : .identity
+        return fitted(a, b, around: { translation.apply($0, $1) }, fallback: global)
+    }
+
+    /// Steps 2 and 3: local shifts of textured patches, each searched around
+    /// where `around` puts its centre, and the similarity fitted to them.
+    private func fitted(_ a: [Float], _ b: [Float], around: (Double, Double) -> (x: Double, y: Double),
+                        fallback: Similarity) -> Similarity? {
         var pairs: [(px: Double, py: Double, qx: Double, qy: Double)] = []
         let p = Self.patch, r = Self.reach, block = Double(Self.block)
         var py0 = 0
@@ -134,11 +151,14 @@ struct CameraMotion {
             while px0 + p <= columns {
                 defer { px0 += p }
                 guard texture(a, x0: px0, y0: py0) >= Self.minimumTexture else { continue }
+                let cx = (Double(px0) + Double(p) / 2) * block, cy = (Double(py0) + Double(p) / 2) * block
+                let expected = around(cx, cy)
+                let (gx, gy) = (Int(((expected.x - cx) / block).rounded()), Int(((expected.y - cy) / block).rounded()))
                 var costs = [Double](repeating: .infinity, count: (2 * r + 1) * (2 * r + 1))
                 var local = (i: -1, cost: Double.infinity)
                 for oy in -r...r {
                     for ox in -r...r {
-                        let c = patchDifference(a, b, x0: px0, y0: py0, dx: fine.dx + ox, dy: fine.dy + oy)
+                        let c = patchDifference(a, b, x0: px0, y0: py0, dx: gx + ox, dy: gy + oy)
                         let i = (oy + r) * (2 * r + 1) + (ox + r)
                         costs[i] = c
                         if c < local.cost { local = (i, c) }
@@ -150,23 +170,18 @@ struct CameraMotion {
                 guard abs(ox) < r, abs(oy) < r else { continue }
                 let w = 2 * r + 1
                 let left = costs[local.i - 1], right = costs[local.i + 1], up = costs[local.i - w], down = costs[local.i + w]
-                guard min(left, right, up, down) > local.cost * 1.05 + 0.2 else { continue }
+                guard min(left, right, up, down) > local.cost * 1.1 + 1 else { continue }
                 let sx = Self.vertex(left, local.cost, right), sy = Self.vertex(up, local.cost, down)
-                let cx = (Double(px0) + Double(p) / 2) * block, cy = (Double(py0) + Double(p) / 2) * block
-                let dx = (Double(fine.dx + ox) + sx) * block, dy = (Double(fine.dy + oy) + sy) * block
+                let dx = (Double(gx + ox) + sx) * block, dy = (Double(gy + oy) + sy) * block
                 pairs.append((cx, cy, cx + dx, cy + dy))
             }
             py0 += p
         }
-        let translation = Similarity(tx: Double(fine.dx) * block, ty: Double(fine.dy) * block)
-        guard pairs.count >= 6 else {
-            // Too little texture for a fit: the global translation, when it clearly beats standing still.
-            let still = difference(a, b, columns: columns, rows: rows, dx: 0, dy: 0)
-            return (fine.dx != 0 || fine.dy != 0) && fine.cost < 0.8 * still ? translation : .identity
-        }
+        // Too little texture for a fit: the global translation, when it clearly beats standing still.
+        guard pairs.count >= 6 else { return fallback == .identity ? nil : fallback }
         // 3. Similarity by iteratively reweighted least squares.
         var weights = [Double](repeating: 1, count: pairs.count)
-        var fit = translation
+        var fit = fallback
         for _ in 0..<6 {
             guard let f = Self.fit(pairs, weights) else { break }
             fit = f
@@ -188,7 +203,7 @@ struct CameraMotion {
         }
         // Most textured patches must agree (a fixed camera with people walking: the still background wins),
         // and a zoom or roll beyond what a hand can do in a frame is a failed fit.
-        guard inliers >= max(6, pairs.count / 2), abs(fit.scale - 1) < 0.15, abs(fit.angle) < 0.15 else { return .identity }
+        guard inliers >= max(6, pairs.count / 2), abs(fit.scale - 1) < 0.3, abs(fit.angle) < 0.3 else { return nil }
         // Snap what is indistinguishable from a still camera to it, so still frames accumulate no drift.
         if abs(fit.scale - 1) < 0.0005, abs(fit.angle) < 0.0005, abs(fit.tx) < 0.25, abs(fit.ty) < 0.25 { return .identity }
         return fit
@@ -245,10 +260,11 @@ struct CameraMotion {
         return max(0, s2 / n - m * m).squareRoot()
     }
 
-    /// Mean absolute difference between a patch of `a` at (x0, y0) and `b`
+    /// Mean squared difference between a patch of `a` at (x0, y0) and `b`
     /// at the same patch moved by (dx, dy) blocks, each with its own mean
     /// removed (light changing across the picture); infinity when the moved
-    /// patch leaves the grid.
+    /// patch leaves the grid. Squared: near the minimum it is a parabola,
+    /// so the vertex through three costs finds the shift below a block.
     private func patchDifference(_ a: [Float], _ b: [Float], x0: Int, y0: Int, dx: Int, dy: Int) -> Double {
         let p = Self.patch
         guard x0 + dx >= 0, y0 + dy >= 0, x0 + dx + p <= columns, y0 + dy + p <= rows else { return .infinity }
@@ -259,7 +275,7 @@ struct CameraMotion {
         let shift = (mb - ma) / Float(p * p)
         var sum: Float = 0
         for y in 0..<p {
-            for x in 0..<p { sum += abs(a[(y0 + y) * columns + x0 + x] + shift - b[(y0 + y + dy) * columns + x0 + x + dx]) }
+            for x in 0..<p { let d = a[(y0 + y) * columns + x0 + x] + shift - b[(y0 + y + dy) * columns + x0 + x + dx]; sum += d * d }
         }
         return Double(sum) / Double(p * p)
     }
@@ -280,5 +296,55 @@ struct CameraMotion {
             }
         }
         return Double(sum) / Double((x1 - x0) * (y1 - y0))
+    }
+}
+
+/// Follows the camera frame by frame, measuring each frame against a key
+/// frame a few frames back rather than against the frame before: shifts
+/// of a few pixels a frame (a slow push-in moves the edges of the picture
+/// by about a pixel) are below what block means resolve, and measured
+/// frame to frame their errors would pile up; against a key frame they
+/// grow into shifts that are measured well. The key moves on every
+/// `keyEvery` frames, and when the picture no longer matches it (a whip-pan).
+///
+/// Value type; the stage keeps one on its streaming thread.
+struct CameraTracker {
+    let estimator: CameraMotion
+    static let keyEvery = 12
+    private var key: [UInt8]
+    private var previous: [UInt8]
+    /// Key frame → previous frame, and the previous frame's own step.
+    private var keyToPrevious = Similarity.identity
+    private var lastStep = Similarity.identity
+    private var sinceKey = 0
+
+    init(first blocks: [UInt8], width: Int, height: Int) {
+        estimator = CameraMotion(frameWidth: width, height: height)
+        key = blocks
+        previous = blocks
+    }
+
+    /// For frames with this block grid.
+    func fits(_ blocks: [UInt8]) -> Bool { blocks.count == key.count }
+
+    /// The motion from the previous frame to this one (previous frame's pixels → this frame's).
+    mutating func next(_ blocks: [UInt8]) -> Similarity {
+        defer { previous = blocks }
+        var toCurrent = estimator.motion(from: key, to: blocks, guess: sinceKey == 0 ? nil : lastStep.after(keyToPrevious))
+        if toCurrent == nil, sinceKey > 0 {
+            // Lost against the key frame: measure against the previous frame from scratch.
+            (key, keyToPrevious, sinceKey) = (previous, .identity, 0)
+            toCurrent = estimator.motion(from: key, to: blocks)
+        }
+        guard let m = toCurrent else {
+            (key, keyToPrevious, lastStep, sinceKey) = (blocks, .identity, .identity, 0)
+            return .identity
+        }
+        let step = m.after(keyToPrevious.inverse)
+        (keyToPrevious, lastStep, sinceKey) = (m, step, sinceKey + 1)
+        if sinceKey >= Self.keyEvery || abs(m.scale - 1) > 0.1 || abs(m.angle) > 0.1 {
+            (key, keyToPrevious, sinceKey) = (blocks, .identity, 0)
+        }
+        return step
     }
 }

@@ -297,17 +297,22 @@ struct DetectionPlanner {
 
         func differs(_ bx: Int, _ by: Int) -> Bool {
             let now = Int(blocks[by * columns + bx])
-            guard let m = toReference else { return abs(now - Int(reference[by * columns + bx])) >= threshold }
             let b = Double(DetectionPlanner.block)
+            guard let m = toReference else {
+                let (x, y) = ((Double(bx) + 0.5) * b, (Double(by) + 0.5) * b)
+                guard x >= rect.x, y >= rect.y, x < rect.maxX, y < rect.maxY else { return true }
+                return abs(now - Int(reference[by * columns + bx])) >= threshold
+            }
             let p = m.apply((Double(bx) + 0.5) * b, (Double(by) + 0.5) * b)
             guard p.x >= rect.x, p.y >= rect.y, p.x < rect.maxX, p.y < rect.maxY else { return true }
-            // Bilinear between the reference's block centres.
             let gx = min(Double(columns - 1), max(0, p.x / b - 0.5)), gy = min(Double(rows - 1), max(0, p.y / b - 0.5))
             let x0 = Int(gx), y0 = Int(gy), x1 = min(columns - 1, x0 + 1), y1 = min(rows - 1, y0 + 1)
-            let fx = gx - Double(x0), fy = gy - Double(y0)
-            func r(_ x: Int, _ y: Int) -> Double { Double(reference[y * columns + x]) }
-            let then = (r(x0, y0) * (1 - fx) + r(x1, y0) * fx) * (1 - fy) + (r(x0, y1) * (1 - fx) + r(x1, y1) * fx) * fy
-            return abs(Double(now) - then) >= Double(threshold)
+            // Outside the range of the four reference blocks around the point, by the threshold: the
+            // motion is known to within a few pixels, and a textured scene's block means change that
+            // much over a few pixels without anything new in it.
+            let corners = [reference[y0 * columns + x0], reference[y0 * columns + x1],
+                           reference[y1 * columns + x0], reference[y1 * columns + x1]]
+            return now + threshold <= Int(corners.min()!) || now - threshold >= Int(corners.max()!)
         }
     }
 
@@ -364,17 +369,36 @@ struct DetectionPlanner {
                                cell: max(block, maximumCell))]
         guard let frame = frame(index) else { return all }
         let bw = blocksPerRow, bh = (height + block - 1) / block
-        var hit = [Bool](repeating: false, count: bw * bh)
-        for area in areas.indices where !areaCovers(area, index) {
+        // A block is confirmed for big faces by the whole-frame search and for small ones by a tile's:
+        // by a search on this frame or a later one over it, or by the last search whose area, carried
+        // through the camera's motion, held it unchanged (content that moved over from a neighbouring
+        // tile is confirmed by that tile).
+        var whole = [Bool](repeating: false, count: bw * bh)
+        var small = [Bool](repeating: areas.count == 1, count: bw * bh)
+        for area in areas.indices {
             let a = areas[area]
-            let carry = a.lastSearch == nil ? nil : Carry(a, frame, planner: self)
-            let everything = carry?.zoomedIn ?? true
-            for by in a.by0..<a.by1 {
-                for bx in a.bx0..<a.bx1 {
-                    guard everything || carry!.differs(bx, by) else { continue }
-                    for y in max(0, by - 1)...min(bh - 1, by + 1) {
-                        for x in max(0, bx - 1)...min(bw - 1, bx + 1) { hit[y * bw + x] = true }
-                    }
+            let isWhole = area == 0
+            if areaCovers(area, index) {
+                for by in a.by0..<a.by1 {
+                    for bx in a.bx0..<a.bx1 { if isWhole { whole[by * bw + bx] = true } else { small[by * bw + bx] = true } }
+                }
+                continue
+            }
+            guard a.lastSearch != nil else { continue }
+            let carry = Carry(a, frame, planner: self)
+            guard !carry.zoomedIn else { continue }
+            for by in 0..<bh {
+                for bx in 0..<bw where !(isWhole ? whole : small)[by * bw + bx] && !carry.differs(bx, by) {
+                    if isWhole { whole[by * bw + bx] = true } else { small[by * bw + bx] = true }
+                }
+            }
+        }
+        var hit = [Bool](repeating: false, count: bw * bh)
+        for by in 0..<bh {
+            for bx in 0..<bw where !(whole[by * bw + bx] && small[by * bw + bx]) {
+                // Grown by a block: a face straddles blocks.
+                for y in max(0, by - 1)...min(bh - 1, by + 1) {
+                    for x in max(0, bx - 1)...min(bw - 1, bx + 1) { hit[y * bw + x] = true }
                 }
             }
         }
@@ -425,8 +449,18 @@ struct DetectionPlanner {
 
     // MARK: Choosing the next pass
 
-    /// The pass to run next, or nil when nothing is due on a held frame.
-    func nextPass() -> Pass? {
+    /// Which passes a detection thread takes. Each network input size costs
+    /// a network (weights and activations) per thread that runs it, so with
+    /// two threads one runs the whole-frame passes and the other the tiles,
+    /// and both follow faces (the small network): four networks, not six.
+    enum Role: Equatable {
+        case any, wholeAndFollow, tilesAndFollow
+        var whole: Bool { self != .tilesAndFollow }
+        var tiles: Bool { self != .wholeAndFollow }
+    }
+
+    /// The pass to run next for a thread of `role`, or nil when nothing is due on a held frame.
+    func nextPass(for role: Role = .any) -> Pass? {
         guard let oldest, let newest else { return nil }
         // Passes that hold frames back first (oldest frame first), then best-effort ones.
         var best: (late: Int, frame: Int, rank: Int, pass: Pass)?
@@ -454,7 +488,7 @@ struct DetectionPlanner {
                 }
             }
         }
-        for (i, area) in areas.enumerated() where !inFlight.contains(i == 0 ? .whole : .tile(i)) {
+        for (i, area) in areas.enumerated() where !inFlight.contains(i == 0 ? .whole : .tile(i)) && (i == 0 ? role.whole : role.tiles) {
             let every = i == 0 ? settings.wholeEvery : settings.tileEvery
             let due: Int
             // Searches of unchanged areas hold no frame back.

@@ -191,10 +191,9 @@ public final class FaceBlurStage: FrameProcessor {
     private var countersStorage = Counters()
     /// The same counts for monitoring (`/metrics`), through swift-metrics.
     private let metrics: StageMetrics
-    /// The previous frame's block means and the estimator for its size, for
-    /// the camera's motion. Streaming thread only: measured outside the lock,
-    /// so detection threads never wait for it.
-    private var motion: (estimator: CameraMotion, previous: [UInt8])?
+    /// Follows the camera's motion from the block means. Streaming thread
+    /// only: measured outside the lock, so detection threads never wait for it.
+    private var camera: CameraTracker?
     public var counters: Counters { condition.withLock { countersStorage } }
 
     struct Pending {
@@ -231,7 +230,9 @@ public final class FaceBlurStage: FrameProcessor {
         detectors = try (0..<max(1, settings.workers)).map { _ in try make(settings) }
         runningWorkers = detectors.count
         for (i, detector) in detectors.enumerated() {
-            let thread = Thread { [weak self] in self?.detectionLoop(detector) }
+            // Two threads split the big networks between them (see `DetectionPlanner.Role`).
+            let role: DetectionPlanner.Role = detectors.count < 2 ? .any : i == 0 ? .wholeAndFollow : i == 1 ? .tilesAndFollow : .any
+            let thread = Thread { [weak self] in self?.detectionLoop(detector, role: role) }
             thread.name = "face-detection-\(i + 1)"
             thread.stackSize = 4 << 20
             threads.append(thread)
@@ -307,10 +308,11 @@ public final class FaceBlurStage: FrameProcessor {
 
     /// Streaming thread: how the picture moved since the previous frame (none after a size change).
     private func cameraMotion(to means: [UInt8], width: Int, height: Int) -> Similarity {
-        let estimator = CameraMotion(frameWidth: width, height: height)
-        defer { motion = (estimator, means) }
-        guard let (last, previous) = motion, last.columns == estimator.columns, last.rows == estimator.rows else { return .identity }
-        return estimator.motion(from: previous, to: means)
+        guard camera?.fits(means) ?? false else {
+            camera = CameraTracker(first: means, width: width, height: height)
+            return .identity
+        }
+        return camera!.next(means)
     }
 
     public func drain() -> [Sample] {
@@ -481,13 +483,13 @@ public final class FaceBlurStage: FrameProcessor {
 
     // MARK: Detection thread
 
-    private func detectionLoop(_ detector: any FaceDetecting) {
+    private func detectionLoop(_ detector: any FaceDetecting, role: DetectionPlanner.Role) {
         defer { condition.withLock { runningWorkers -= 1; condition.broadcast() } }
         while true {
             condition.lock()
             var job: DetectionJob?
             while !stopping {
-                if failure == nil, let pass = planner?.nextPass() {
+                if failure == nil, let pass = planner?.nextPass(for: role) {
                     job = copyRegion(for: pass)
                     if job != nil { planner?.begin(pass); break }
                 }

@@ -198,4 +198,64 @@ final class FaceBlurClipTests: XCTestCase {
         assertAnonymised(verdict)
         XCTAssertLessThan(verdict.detailRatios.max() ?? 1, 0.1, "a filled face has no detail left")
     }
+
+    /// A camera panning right over a wide scene (8 px a frame); the astronaut
+    /// stands in the scene beyond the right edge at first and comes in.
+    static func panClip() -> Clip {
+        let wide = background!.resized(width: 2 * width, height: height)
+        var clip = Clip(name: "pan")
+        let face = astronautFace, faceHeight = 80.0, s = faceHeight / face.height
+        let (sceneX, sceneY) = (Double(width) + 40, 120.0)   // the face's top-left in the scene
+        for i in 0..<frameCount {
+            let pan = 8.0 * Double(i)
+            var frame = RawImage(width: width, height: height)
+            frame.draw(wide, x: -pan, y: 0, scale: 1)
+            frame.draw(astronaut, x: sceneX - pan - face.x * s, y: sceneY - face.y * s, scale: s)
+            clip.frames.append(frame)
+            clip.faces.append(Rect(x: sceneX - pan, y: sceneY, width: face.width * s, height: faceHeight))
+        }
+        return clip
+    }
+
+    func testAFaceEnteringAtTheEdgeDuringAPanIsHiddenFromItsFirstFrame() throws {
+        let clip = Self.panClip()
+        let verdict = try judge(clip)
+        XCTAssertGreaterThan(verdict.faceFrames, 30)
+        XCTAssertEqual(verdict.recognisable, 0, "\(verdict)")
+        print("face-blur clip \(verdict)")  // test report
+    }
+
+    /// Offline, the stage hides faces, not regions: outside the faces (and
+    /// their margin) the blurred clip differs from the source no more than a
+    /// plain re-encode with the same encoder does.
+    func testOfflineBlurChangesNothingOutsideTheFacesBeyondTheEncoder() throws {
+        let clip = Self.panClip()
+        let dir = TemporaryDirectory()
+        let input = dir.file("pan.mp4"), blurred = dir.file("pan-blurred.mp4"), plain = dir.file("pan-plain.mp4")
+        try writeClip(clip.frames, to: input)
+        _ = try OfflineBlur.run(input: input.path, output: blurred.path, settings: FaceBlurSettings(modelPath: faceModelPath, offline: true))
+        // The same encoder and settings as `blur` (OfflineBlur.run), without the stage.
+        let pipeline = try Pipeline.parse("""
+            filesrc location="\(input.path)" ! decodebin ! videoconvert ! video/x-raw,format=I420 \
+            ! x264enc speed-preset=ultrafast pass=quant quantizer=20 key-int-max=60 ! h264parse ! mp4mux ! filesink location="\(plain.path)"
+            """)
+        try pipeline.playToEnd(timeoutSeconds: 120)
+        let source = try decodeFrames(input), a = try decodeFrames(blurred), b = try decodeFrames(plain)
+        XCTAssertEqual(a.count, source.count)
+        XCTAssertEqual(b.count, source.count)
+        var worst = 0.0, sumBlur = 0.0, sumPlain = 0.0
+        for i in source.indices {
+            // The face's box, grown by its margin and a little more (where the head is).
+            let faces = clip.faces[i].map { f in [Rect(x: f.x - 0.6 * f.width, y: f.y - 0.6 * f.height, width: 2.2 * f.width, height: 2.2 * f.height)] } ?? []
+            let blurDamage = meanDifference(source[i], a[i], excluding: faces)
+            let encoderDamage = meanDifference(source[i], b[i], excluding: faces)
+            sumBlur += blurDamage
+            sumPlain += encoderDamage
+            worst = max(worst, blurDamage - encoderDamage)
+        }
+        let n = Double(source.count)
+        print(String(format: "offline blur outside faces: %.2f, plain re-encode %.2f, worst frame +%.2f", sumBlur / n, sumPlain / n, worst))  // test report
+        XCTAssertLessThan(sumBlur / n, sumPlain / n + 0.3, "outside the faces, the encoder's damage only")
+        XCTAssertLessThan(worst, 1.0, "no frame hides more than its faces")
+    }
 }

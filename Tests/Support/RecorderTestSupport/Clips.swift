@@ -96,6 +96,23 @@ public func decodeFrames(_ url: URL, decoder: String = "decodebin") throws -> [R
     return lock.withLock { frames }
 }
 
+/// Decodes a video file's frames with their presentation times (ns).
+public func decodeTimedFrames(_ url: URL) throws -> [(time: UInt64, image: RawImage)] {
+    let pipeline = try Pipeline.parse("filesrc location=\"\(url.path)\" ! decodebin ! videoconvert ! video/x-raw,format=I420 ! appsink name=out sync=false")
+    guard let element = pipeline.element(named: "out"), let sink = AppSink(element) else { throw GStreamerError("no appsink") }
+    let lock = NSLock()
+    var frames: [(UInt64, RawImage)] = []
+    sink.setHandlers(onSample: { sample in
+        if let image = try? sample.readingVideoFrame({ RawImage($0) }) {
+            lock.withLock { frames.append((UInt64(sample.presentationTime ?? 0), image)) }
+        }
+        return true
+    }, onEndOfStream: {})
+    defer { sink.clearHandlers() }
+    try pipeline.playToEnd(timeoutSeconds: 120)
+    return lock.withLock { frames }
+}
+
 /// Encodes frames (all the same size) as H.264 at 30 fps into an mp4, near-losslessly.
 public func writeClip(_ frames: [RawImage], to url: URL, fps: Int = 30) throws {
     guard let first = frames.first else { throw GStreamerError("no frames") }
