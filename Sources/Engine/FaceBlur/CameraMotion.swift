@@ -80,6 +80,8 @@ struct CameraMotion {
     static let reach = 2
     /// A patch flatter than this (standard deviation of its block means, in luma levels) says nothing.
     static let minimumTexture: Float = 3
+    /// A fit must leave at most this share of the difference standing still leaves.
+    static let confidence = 0.8
     /// A patch within this many pixels of the fit agrees with it.
     static let inlierPixels = 3.0
 
@@ -197,16 +199,26 @@ struct CameraMotion {
             weights = residuals.map { $0 >= c ? 0 : (1 - ($0 / c) * ($0 / c)) * (1 - ($0 / c) * ($0 / c)) }
         }
         var inliers = 0
+        let (w, h) = (Double(columns) * block, Double(rows) * block)
         for q in pairs {
             let m = fit.apply(q.px, q.py)
             if ((m.x - q.qx) * (m.x - q.qx) + (m.y - q.qy) * (m.y - q.qy)).squareRoot() < Self.inlierPixels { inliers += 1 }
         }
+        // A moving camera moves the whole picture: carried through the fit, the previous picture must
+        // match this one clearly better than standing still does. Someone big moving in front of a fixed
+        // camera fits a motion of their own, which makes the still background match worse.
+        guard warpedDifference(a, b, fit) < Self.confidence * warpedDifference(a, b, .identity) else { return .identity }
         // Most textured patches must agree (a fixed camera with people walking: the still background wins),
         // and a zoom or roll beyond what a hand can do in a frame is a failed fit.
         guard inliers >= max(6, pairs.count / 2), abs(fit.scale - 1) < 0.3, abs(fit.angle) < 0.3 else { return nil }
-        // Snap what is indistinguishable from a still camera to it, so still frames accumulate no drift.
-        if abs(fit.scale - 1) < 0.0005, abs(fit.angle) < 0.0005, abs(fit.tx) < 0.25, abs(fit.ty) < 0.25 { return .identity }
-        return fit
+        // What moves no corner of the picture by a pixel is a still camera (block means resolve no
+        // better): a fixed camera then compares its blocks as they are, and a slow move shows up
+        // against the key frame a few frames later, whole.
+        let corners = [(0.0, 0.0), (w, 0), (0, h), (w, h)].map { x, y -> Double in
+            let m = fit.apply(x, y)
+            return ((m.x - x) * (m.x - x) + (m.y - y) * (m.y - y)).squareRoot()
+        }
+        return corners.max()! < 1 ? .identity : fit
     }
 
     /// Weighted least-squares similarity taking each (px, py) to (qx, qy).
@@ -249,15 +261,44 @@ struct CameraMotion {
         return out.map { $0 / Float(n * n) }
     }
 
+    /// Mean absolute difference between `b` and `a` carried through `m`
+    /// (bilinear between block centres), over the blocks whose source is in the picture.
+    private func warpedDifference(_ a: [Float], _ b: [Float], _ m: Similarity) -> Double {
+        let inverse = m.inverse, block = Double(Self.block), columns = self.columns, rows = self.rows
+        return a.withUnsafeBufferPointer { a in
+            b.withUnsafeBufferPointer { b in
+                var sum: Float = 0, n = 0
+                // Every other block each way: enough to tell, at a quarter of the cost.
+                for y in Swift.stride(from: 0, to: rows, by: 2) {
+                    for x in Swift.stride(from: 0, to: columns, by: 2) {
+                        let p = inverse.apply((Double(x) + 0.5) * block, (Double(y) + 0.5) * block)
+                        let gx = p.x / block - 0.5, gy = p.y / block - 0.5
+                        guard gx >= 0, gy >= 0, gx < Double(columns - 1), gy < Double(rows - 1) else { continue }
+                        let x0 = Int(gx), y0 = Int(gy)
+                        let fx = Float(gx - Double(x0)), fy = Float(gy - Double(y0))
+                        let r0 = y0 * columns + x0, r1 = r0 + columns
+                        let v = (a[r0] * (1 - fx) + a[r0 + 1] * fx) * (1 - fy) + (a[r1] * (1 - fx) + a[r1 + 1] * fx) * fy
+                        sum += abs(b[y * columns + x] - v)
+                        n += 1
+                    }
+                }
+                return n * 8 >= columns * rows ? Double(sum) / Double(n) : .infinity
+            }
+        }
+    }
+
     /// Standard deviation of a patch's block means.
     private func texture(_ g: [Float], x0: Int, y0: Int) -> Float {
-        let p = Self.patch
-        var s: Float = 0, s2: Float = 0
-        for y in y0..<(y0 + p) {
-            for x in x0..<(x0 + p) { let v = g[y * columns + x]; s += v; s2 += v * v }
+        let p = Self.patch, columns = self.columns
+        return g.withUnsafeBufferPointer { g in
+            var s: Float = 0, s2: Float = 0
+            for y in y0..<(y0 + p) {
+                let row = g.baseAddress! + y * columns + x0
+                for x in 0..<p { let v = row[x]; s += v; s2 += v * v }
+            }
+            let n = Float(p * p), m = s / n
+            return max(0, s2 / n - m * m).squareRoot()
         }
-        let n = Float(p * p), m = s / n
-        return max(0, s2 / n - m * m).squareRoot()
     }
 
     /// Mean squared difference between a patch of `a` at (x0, y0) and `b`
@@ -266,18 +307,24 @@ struct CameraMotion {
     /// patch leaves the grid. Squared: near the minimum it is a parabola,
     /// so the vertex through three costs finds the shift below a block.
     private func patchDifference(_ a: [Float], _ b: [Float], x0: Int, y0: Int, dx: Int, dy: Int) -> Double {
-        let p = Self.patch
+        let p = Self.patch, columns = self.columns
         guard x0 + dx >= 0, y0 + dy >= 0, x0 + dx + p <= columns, y0 + dy + p <= rows else { return .infinity }
-        var ma: Float = 0, mb: Float = 0
-        for y in 0..<p {
-            for x in 0..<p { ma += a[(y0 + y) * columns + x0 + x]; mb += b[(y0 + y + dy) * columns + x0 + x + dx] }
+        return a.withUnsafeBufferPointer { a in
+            b.withUnsafeBufferPointer { b in
+                var ma: Float = 0, mb: Float = 0
+                for y in 0..<p {
+                    let ra = a.baseAddress! + (y0 + y) * columns + x0, rb = b.baseAddress! + (y0 + y + dy) * columns + x0 + dx
+                    for x in 0..<p { ma += ra[x]; mb += rb[x] }
+                }
+                let shift = (mb - ma) / Float(p * p)
+                var sum: Float = 0
+                for y in 0..<p {
+                    let ra = a.baseAddress! + (y0 + y) * columns + x0, rb = b.baseAddress! + (y0 + y + dy) * columns + x0 + dx
+                    for x in 0..<p { let d = ra[x] + shift - rb[x]; sum += d * d }
+                }
+                return Double(sum) / Double(p * p)
+            }
         }
-        let shift = (mb - ma) / Float(p * p)
-        var sum: Float = 0
-        for y in 0..<p {
-            for x in 0..<p { let d = a[(y0 + y) * columns + x0 + x] + shift - b[(y0 + y + dy) * columns + x0 + x + dx]; sum += d * d }
-        }
-        return Double(sum) / Double(p * p)
     }
 
     /// Mean absolute difference between `a` at p and `b` at p + (dx, dy),
@@ -311,6 +358,9 @@ struct CameraMotion {
 struct CameraTracker {
     let estimator: CameraMotion
     static let keyEvery = 12
+    /// The most a camera zooms (scale change) or rolls (radians) from one frame to the next.
+    static let maxStepZoom = 0.015
+    static let maxStepRoll = 0.02
     private var key: [UInt8]
     private var previous: [UInt8]
     /// Key frame → previous frame, and the previous frame's own step.
@@ -341,6 +391,12 @@ struct CameraTracker {
             return .identity
         }
         let step = m.after(keyToPrevious.inverse)
+        guard abs(step.scale - 1) <= Self.maxStepZoom, abs(step.angle) <= Self.maxStepRoll else {
+            // Faster than a hand zooms or rolls a camera: a big subject moving in front of a still camera
+            // (with a smooth background it can seem to carry the picture); no camera motion.
+            (key, keyToPrevious, lastStep, sinceKey) = (blocks, .identity, .identity, 0)
+            return .identity
+        }
         (keyToPrevious, lastStep, sinceKey) = (m, step, sinceKey + 1)
         if sinceKey >= Self.keyEvery || abs(m.scale - 1) > 0.1 || abs(m.angle) > 0.1 {
             (key, keyToPrevious, sinceKey) = (blocks, .identity, 0)

@@ -304,7 +304,10 @@ struct DetectionPlanner {
                 return abs(now - Int(reference[by * columns + bx])) >= threshold
             }
             let p = m.apply((Double(bx) + 0.5) * b, (Double(by) + 0.5) * b)
-            guard p.x >= rect.x, p.y >= rect.y, p.x < rect.maxX, p.y < rect.maxY else { return true }
+            // Within half a block of the area still counts as in it: the motion is known to a few pixels,
+            // and new content comes in by more than that before it can hold a face.
+            let slack = b / 2
+            guard p.x >= rect.x - slack, p.y >= rect.y - slack, p.x < rect.maxX + slack, p.y < rect.maxY + slack else { return true }
             let gx = min(Double(columns - 1), max(0, p.x / b - 0.5)), gy = min(Double(rows - 1), max(0, p.y / b - 0.5))
             let x0 = Int(gx), y0 = Int(gy), x1 = min(columns - 1, x0 + 1), y1 = min(rows - 1, y0 + 1)
             // Outside the range of the four reference blocks around the point, by the threshold: the

@@ -380,12 +380,14 @@ public final class FaceBlurStage: FrameProcessor {
                 countersStorage.late += 1
                 metrics.late.increment()
                 let area = unconfirmed.reduce(0) { $0 + $1.rect.area } / Double(max(1, first.width * first.height))
+                if ProcessInfo.processInfo.environment["DBGU"] != nil { print("DBGU frame \(first.index) travel \(planner!.frame(first.index)!.travel.scene) area \(area) parts \(unconfirmed.prefix(3).map { "\($0.rect) c\($0.cell)" }) faces \(faces)") }
                 countersStorage.unconfirmedArea += area
                 let n = countersStorage.late
                 if n == 1 || n % 100 == 0 {
                     logger.warning("face detection is behind: \(n) frames so far left before every search they needed was done; in each, what no search confirmed was pixelated (this one: \(Int((area * 100).rounded())) % of the picture)")
                 }
             }
+            if ProcessInfo.processInfo.environment["DBGU"] != nil { print("DBGF frame \(first.index) settled \(settled) faces \(faces)") }
             if logger.logLevel <= .trace { logger.trace("frame at \(first.time / 1_000_000) ms: hiding \(faces), \(unconfirmed.count) unconfirmed runs") }
             if logger.logLevel <= .debug, let frame = planner!.frame(first.index) {
                 // How far each region reaches beyond its face (areas over the face's area; the margin alone gives (1 + 2 margin)²).

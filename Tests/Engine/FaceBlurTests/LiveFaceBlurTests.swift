@@ -186,23 +186,24 @@ final class LiveFaceBlurTests: XCTestCase {
         let config = try testConfig(storage: storage.path, extra: [
             "privacy.face_blur=true", "privacy.model=\(faceModelPath)", "recording.pipeline=\(repoPath("pipelines/file.pipeline"))",
             "pipeline.vars.input=\(clip.path)", "pipeline.vars.bitrate_kbps=6000", "recording.chunk_duration_ms=60000",
-            "privacy.max_latency_ms=400", "privacy.when_behind=lower_fps",
+            "privacy.max_latency_ms=600", "privacy.whole_every=6", "privacy.tile_every=6", "privacy.when_behind=lower_fps",
         ])
-        // Every search takes 120 ms more and a frame may wait 400 ms: the stage cannot keep up.
-        let (recorder, stages) = try recorderWithStages(config) { try ImpairedDetector($0, delay: 0.12) }
+        // Every search takes 50 ms more, each part of the picture is searched every 6 frames while it changes,
+        // and a frame may wait 600 ms: the stage can search some frames completely in time, not all.
+        let (recorder, stages) = try recorderWithStages(config) { try ImpairedDetector($0, delay: 0.05) }
         try recorder.start()
         runMainLoop(seconds: 5.5)
         XCTAssertTrue(stopAndWait(recorder))
         let counters = try XCTUnwrap(stages.last).counters
         let stats = recorder.frameStatistics
-        XCTAssertGreaterThan(counters.skipped, 20, "the detector was too slow: \(counters)")
+        XCTAssertGreaterThan(counters.skipped, 0, "the detector was too slow: \(counters)")
         XCTAssertEqual(counters.late, 0, "no frame left unconfirmed: those are not recorded")
         XCTAssertEqual(counters.blackedOut, 0)
         XCTAssertEqual(stats.recorded + counters.skipped, stats.captured, "every frame is recorded or counted as not: \(stats), \(counters)")
         var output: [(time: UInt64, image: RawImage)] = []
         for chunk in recorder.catalog.all { output += try decodeTimedFrames(recorder.catalog.url(of: chunk)) }
         XCTAssertEqual(output.count, stats.recorded)
-        XCTAssertGreaterThan(output.count, 10, "the frames searched completely are recorded")
+        XCTAssertGreaterThan(output.count, 5, "the frames searched completely are recorded")
         // True timestamps: frames keep their capture times, so what was not recorded leaves gaps of whole frames.
         let period = 1_000_000_000.0 / 30
         var gaps = 0
