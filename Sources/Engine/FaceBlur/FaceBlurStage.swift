@@ -48,9 +48,9 @@ public struct FaceBlurSettings: Equatable, Sendable {
     /// then the frame leaves with what no search confirmed hidden.
     public var maxLatencyNs: UInt64 = 2_500_000_000
     public var whenBehind = WhenBehind.pixelate
-    /// What a frame leaving unconfirmed has hidden: cells of this fraction
-    /// of the frame height (a fixed grid, multiples of the 8-pixel change
-    /// blocks) wherever it changed since the part around it was last searched.
+    /// The coarsest cell for a part of a late frame that no search
+    /// confirmed (a fraction of the frame height); smaller parts get finer
+    /// cells (`DetectionPlanner.unconfirmedParts`).
     public var unconfirmedCellFraction = 1.0 / 12
     /// Offline: frames held at most before waiting for the detector (more
     /// than `tileEvery` and `wholeEvery`: a frame waits for both passes
@@ -120,13 +120,14 @@ public struct FaceBlurSettings: Equatable, Sendable {
 ///   with a deadline. Offline (`realTime: false`) the frame path waits for
 ///   the detector (at most `maxQueuedFrames` held): nothing is guessed.
 ///   Live, a frame waits at most `maxLatency` (longer than a search cycle,
-///   so only an overloaded machine reaches it). A frame that must leave
-///   unsettled is degraded by region, not blacked out: besides the known
-///   faces, every part of it that changed since the part around it was
-///   last searched (`DetectionPlanner.unconfirmedCells`) is pixelated in
-///   coarse cells; the parts a search confirmed stay sharp. Such frames
-///   and the share of their area hidden are counted and logged. A fixed
-///   camera loses only the moving parts; a moving camera the whole frame.
+///   so only an overloaded machine reaches it). What then gives is the
+///   user's `whenBehind`: `pixelate` records the frame with, besides the
+///   known faces, every part no search confirmed
+///   (`DetectionPlanner.unconfirmedParts`: changed since, or new, after
+///   carrying the last searches through the camera's motion) pixelated in
+///   cells sized for a face as big as that part; `lower_fps` does not
+///   record it. Both are counted and logged (frames late and the share of
+///   their picture hidden; frames not recorded).
 /// - A detector error makes the stage black out every frame from then on,
 ///   with a critical log line. A missing model fails `init` (the recorder
 ///   refuses to record).
@@ -380,14 +381,12 @@ public final class FaceBlurStage: FrameProcessor {
                 countersStorage.late += 1
                 metrics.late.increment()
                 let area = unconfirmed.reduce(0) { $0 + $1.rect.area } / Double(max(1, first.width * first.height))
-                if ProcessInfo.processInfo.environment["DBGU"] != nil { print("DBGU frame \(first.index) travel \(planner!.frame(first.index)!.travel.scene) area \(area) parts \(unconfirmed.prefix(3).map { "\($0.rect) c\($0.cell)" }) faces \(faces)") }
                 countersStorage.unconfirmedArea += area
                 let n = countersStorage.late
                 if n == 1 || n % 100 == 0 {
                     logger.warning("face detection is behind: \(n) frames so far left before every search they needed was done; in each, what no search confirmed was pixelated (this one: \(Int((area * 100).rounded())) % of the picture)")
                 }
             }
-            if ProcessInfo.processInfo.environment["DBGU"] != nil { print("DBGF frame \(first.index) settled \(settled) faces \(faces)") }
             if logger.logLevel <= .trace { logger.trace("frame at \(first.time / 1_000_000) ms: hiding \(faces), \(unconfirmed.count) unconfirmed runs") }
             if logger.logLevel <= .debug, let frame = planner!.frame(first.index) {
                 // How far each region reaches beyond its face (areas over the face's area; the margin alone gives (1 + 2 margin)²).
