@@ -227,11 +227,13 @@ struct DetectionPlanner {
     /// since the previous one (`CameraMotion`, measured by the stage).
     mutating func add(index: Int, time: UInt64, blocks: [UInt8], motion: Similarity = .identity) {
         travel = travel.moved(by: motion)
-        // The fastest any point of the picture moved (its corners, for a zoom or roll).
-        cameraSpeed = [(0.0, 0.0), (Double(width), 0), (0, Double(height)), (Double(width), Double(height))].map { x, y in
+        // How far the picture moved on average (its corners and centre: a zoom or roll moves the corners most).
+        let points = [(0.0, 0.0), (Double(width), 0), (0, Double(height)), (Double(width), Double(height)),
+                      (Double(width) / 2, Double(height) / 2)]
+        cameraSpeed = points.map { x, y in
             let m = motion.apply(x, y)
             return ((m.x - x) * (m.x - x) + (m.y - y) * (m.y - y)).squareRoot()
-        }.max() ?? 0
+        }.reduce(0, +) / Double(points.count)
         let frame = Frame(index: index, time: time, blocks: blocks, travel: travel)
         frames.append(frame)
         for i in areas.indices where areas[i].dirtySince == nil && changed(i, frame) {
