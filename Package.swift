@@ -168,7 +168,7 @@ let package = Package(
         .testTarget(name: "StorageTests", dependencies: ["Storage", "StorageTestSupport", logging], path: "Tests/Domain/StorageTests"),
         .testTarget(name: "RecorderCoreTests", dependencies: ["RecorderCore", "StorageTestSupport"], path: "Tests/Domain/RecorderCoreTests"),
         .testTarget(name: "RecorderTests",
-                    dependencies: ["Recorder", "RecorderCore", "GStreamerSupport", "GLibSupport", "RecorderTestSupport", logging],
+                    dependencies: ["Recorder", "RecorderCore", "GStreamerSupport", "GLibSupport", "RecorderTestSupport", "ClockTesting", logging],
                     path: "Tests/Engine/RecorderTests"),
         .testTarget(name: "FaceBlurTests",
                     dependencies: ["FaceBlur", "Recorder", "RecorderCore", "GStreamerSupport", "GLibSupport", "RecorderTestSupport", logging],

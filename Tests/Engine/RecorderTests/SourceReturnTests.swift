@@ -1,3 +1,4 @@
+import ClockTesting
 import GLibSupport
 import Logging
 import XCTest
@@ -10,28 +11,6 @@ import RecorderTestSupport
 /// long the source was away, recording must resume within 5 s of its return,
 /// and the failure repeated at every try is logged once.
 final class SourceReturnTests: XCTestCase {
-    /// Every line the recorder logs.
-    final class Lines: @unchecked Sendable {
-        private let lock = NSLock()
-        private var stored: [(Logger.Level, String)] = []
-        func append(_ level: Logger.Level, _ text: String) { lock.withLock { stored.append((level, text)) } }
-        var all: [(Logger.Level, String)] { lock.withLock { stored } }
-
-        struct Handler: LogHandler {
-            let lines: Lines
-            var metadata: Logger.Metadata = [:]
-            var logLevel: Logger.Level = .trace
-            subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-                get { metadata[key] }
-                set { metadata[key] = newValue }
-            }
-            func log(level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String,
-                     file: String, function: String, line: UInt) {
-                lines.append(level, "\(message)")
-            }
-        }
-    }
-
     func testASilentSourceIsReportedOnceNotAtEveryRetry() throws {
         let pipelines = TemporaryDirectory(), storage = TemporaryDirectory()
         let silent = pipelines.file("silent.pipeline")
@@ -60,36 +39,40 @@ final class SourceReturnTests: XCTestCase {
         let storage = TemporaryDirectory()
         let inputs = TemporaryDirectory()
         let input = inputs.file("camera.mp4")
-        let lines = Lines()
-        var logger = Logger(label: "allspark.recorder") { _ in Lines.Handler(lines: lines) }
-        logger.logLevel = .trace
+        let log = LogCapture()
+        // The retries wait on a virtual clock: a 40 s outage costs no real time, and the
+        // delay after the source's return is read off that clock.
+        let clock = TestClock()
         let config = try testConfig(storage: storage.path, extra: ["recording.pipeline=\(repoPath("pipelines/file.pipeline"))",
                                                                    "pipeline.vars.input=\(input.path)"])
-        let recorder = try Recorder(config: config, logger: logger, makeProcessor: { _ in PassThroughProcessor() })
-        var recordingSince: Double?
+        let recorder = try Recorder(config: config, logger: log.logger, clock: clock, makeProcessor: { _ in PassThroughProcessor() })
+        var started: [Date] = [], recording = false
         recorder.onStateChange = { state in
-            if state == .recording, recordingSince == nil { recordingSince = Date().timeIntervalSince1970 }
+            if state == .waitingForSource { started.append(clock.now) }
+            if state == .recording { recording = true }
         }
         try recorder.start()   // the "camera" (a file) is missing: the recorder keeps trying
         // Long enough for a doubling back-off to reach its 30 s (1 + 2 + 4 + 8 + 16 s).
-        runMainLoop(seconds: 40)
-        XCTAssertNil(recordingSince)
+        let outageStart = clock.now
+        XCTAssertTrue(waitOnMainLoop(60, skipping: clock) { clock.now.timeIntervalSince(outageStart) >= 40 })
+        XCTAssertFalse(recording)
         // The camera comes back: a 4 s clip, appearing whole (renamed into place).
         let scratch = inputs.file("camera.tmp.mp4")
         let made = try runTool("gst-launch-1.0", ["-q", "videotestsrc", "num-buffers=120", "!", "video/x-raw,width=320,height=240,framerate=30/1",
                                                   "!", "x264enc", "!", "mp4mux", "!", "filesink", "location=\(scratch.path)"])
         XCTAssertEqual(made.status, 0, made.output)
-        let backAt = Date().timeIntervalSince1970
         try FileManager.default.moveItem(at: scratch, to: input)
-        XCTAssertTrue(waitOnMainLoop(15) { recordingSince != nil }, "recording resumed")
+        let backAt = clock.now
+        XCTAssertTrue(waitOnMainLoop(15, skipping: clock) { started.contains { $0 >= backAt } }, "tried again")
+        let tried = try XCTUnwrap(started.first { $0 >= backAt })
+        XCTAssertLessThan(tried.timeIntervalSince(backAt), 2.5, "the next try comes within the retry interval of the source's return, not after a grown back-off")
+        XCTAssertTrue(waitOnMainLoop(15) { recording }, "recording resumed")
         XCTAssertTrue(stopAndWait(recorder))
-        let since = try XCTUnwrap(recordingSince)
-        XCTAssertLessThan(since - backAt, 5, "recording again within 5 s of the source's return")
 
         // The failure, the same at every try, is said once at its level (then at debug).
-        let failures = lines.all.filter { $0.1.hasPrefix("cannot start recording") && $0.0 >= .warning }
-        XCTAssertEqual(failures.count, 1, "\(failures.map(\.1))")
-        let repeats = lines.all.filter { $0.0 == .debug && $0.1.contains("cannot start recording") }
+        let failures = log.lines.filter { line in ["warning", "error", "critical"].contains { line.hasPrefix("\($0) cannot start recording") } }
+        XCTAssertEqual(failures.count, 1, "\(failures)")
+        let repeats = log.lines.filter { $0.hasPrefix("debug ") && $0.contains("cannot start recording") }
         XCTAssertGreaterThan(repeats.count, 10, "every try is still logged at debug")
     }
 }

@@ -259,11 +259,7 @@ final class ConsoleRobustnessTests: XCTestCase {
             for _ in 0..<10 {
                 guard let fd = client.connect() else { continue }
                 RawHTTPClient.send(fd, "GET /api/v1/preview.mjpeg HTTP/1.1\r\nHost: x\r\n\(basic)\r\n\r\n")
-                // The head of a stream: up to its blank line.
-                var head = Data()
-                var byte: UInt8 = 0
-                while !head.hasSuffix(Data("\r\n\r\n".utf8)), recv(fd, &byte, 1, 0) == 1 { head.append(byte) }
-                statuses.append(Int(String(decoding: head, as: UTF8.self).split(separator: " ").dropFirst().first ?? "") ?? 0)
+                statuses.append(RawHTTPClient.readStreamStatus(fd))
                 viewers.append(fd)
             }
             guard let fd = client.connect() else { return (statuses, "") }
@@ -288,10 +284,7 @@ final class ConsoleRobustnessTests: XCTestCase {
             for _ in 0..<5 {
                 guard let fd = client.connect() else { continue }
                 RawHTTPClient.send(fd, "GET /api/v1/preview.mjpeg HTTP/1.1\r\nHost: x\r\n\(basic)\r\n\r\n")
-                var head = Data()
-                var byte: UInt8 = 0
-                while !head.hasSuffix(Data("\r\n\r\n".utf8)), recv(fd, &byte, 1, 0) == 1 { head.append(byte) }
-                statuses.append(Int(String(decoding: head, as: UTF8.self).split(separator: " ").dropFirst().first ?? "") ?? 0)
+                statuses.append(RawHTTPClient.readStreamStatus(fd))
                 close(fd)
                 guard let snap = client.connect() else { continue }
                 RawHTTPClient.send(snap, "GET /api/v1/snapshot.jpg HTTP/1.1\r\nHost: x\r\n\(basic)\r\n\r\n")
@@ -319,6 +312,3 @@ final class ConsoleFileLimitTests: XCTestCase {
     }
 }
 
-private extension Data {
-    func hasSuffix(_ suffix: Data) -> Bool { count >= suffix.count && self.suffix(suffix.count) == suffix }
-}

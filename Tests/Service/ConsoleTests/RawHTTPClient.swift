@@ -51,6 +51,14 @@ struct RawHTTPClient {
     }
 
     /// One whole answer (head and a Content-Length body), or what came before the end or the receive timeout.
+    /// The status of a streamed answer (a live view): its head only, up to the blank line.
+    static func readStreamStatus(_ fd: Int32) -> Int {
+        var head = Data()
+        var byte: UInt8 = 0
+        while !head.hasSuffix(Data("\r\n\r\n".utf8)), recv(fd, &byte, 1, 0) == 1 { head.append(byte) }
+        return Int(String(decoding: head, as: UTF8.self).split(separator: " ").dropFirst().first ?? "") ?? 0
+    }
+
     static func readAnswer(_ fd: Int32) -> (status: Int, head: String, body: Data) {
         var data = Data()
         var buffer = [UInt8](repeating: 0, count: 65536)
@@ -110,4 +118,8 @@ func openFiles() -> Int {
 func residentBytes() -> Int {
     let fields = ((try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8)) ?? "").split(separator: " ")
     return (fields.count > 1 ? Int(fields[1]) ?? 0 : 0) * Int(sysconf(Int32(_SC_PAGESIZE)))
+}
+
+extension Data {
+    func hasSuffix(_ suffix: Data) -> Bool { count >= suffix.count && self.suffix(suffix.count) == suffix }
 }
