@@ -14,8 +14,9 @@ struct Blur: ParsableCommand {
             complete and playable; the output may never be the input, and an existing output is
             replaced only with --force.
             Stage options come from [privacy] of --config (default: config/default.toml's defaults) and --set.
-            Unless set, the search is sparser than live (detect_width 640, whole_every 16, tile_every 64):
-            faces found late are traced back through the frames held.
+            Unless set, the search is denser than live, which has a deadline (detect_width 640,
+            whole_every 4, tile_every 16): small faces in a crowd are found, and faces found late
+            are traced back through the frames held.
               allspark-recorder blur in.mp4 out.mp4 --set privacy.mode=fill --set privacy.threshold=0.25
             """)
 
