@@ -70,9 +70,8 @@ final class ChunkSink {
     }
     /// The container each sink was configured with (a swapped-out sink keeps its own).
     private var formats: [ObjectID: VideoFormat] = [:]
-    /// Running times of the first frames of the fragments each sink opened, oldest
-    /// first, until the fragment before them is closed: a chunk ends where its successor starts.
-    private var fragmentStarts: [ObjectID: [UInt64]] = [:]
+    /// Each sink's chunk starts: a chunk ends where its successor starts.
+    private var fragmentStarts: [ObjectID: FragmentStarts] = [:]
     /// Running time of the keyframe of the last container switch (encoder thread, under `lock`).
     private var lastSwapKeyframe: UInt64?
     /// Fragments being written, by partial path.
@@ -327,7 +326,7 @@ final class ChunkSink {
         let path = storage.appendingPathComponent(ChunkName.partial(startMs: startMs, format: format)).path
         let startRunningTime = firstSample?.runningTime.map { UInt64($0) }
         lock.withLock {
-            if let startRunningTime { fragmentStarts[sink, default: []].append(startRunningTime) }
+            if let startRunningTime { fragmentStarts[sink, default: FragmentStarts()].opened(at: startRunningTime) }
             open[path] = OpenFragment(startNs: startNs, startMs: startMs, format: format, sink: sink,
                                       startRunningTime: startRunningTime, companions: companionSettings)
             writing = path
@@ -377,8 +376,8 @@ final class ChunkSink {
             guard let fragment = open.removeValue(forKey: location) else { return (nil, nil, nil) }
             var next: UInt64?
             if let start = fragment.startRunningTime {
-                next = fragmentStarts[fragment.sink]?.first { $0 > start }
-                fragmentStarts[fragment.sink]?.removeAll { $0 <= start }
+                let stillOpen = open.values.filter { $0.sink == fragment.sink }.compactMap(\.startRunningTime)
+                next = fragmentStarts[fragment.sink]?.closed(startingAt: start, stillOpen: stillOpen)
             }
             return (fragment, endings[fragment.sink], next)
         }
