@@ -91,15 +91,35 @@ final class FileDescriptorExhaustionTests: XCTestCase {
     }
 
     func testAnswersSIGTERMWhileDescriptorsAreExhausted() throws {
-        // At a few moments of the failure and retry cycle.
-        for wait in [0.0, 0.7, 2.5] {
-            let storage = TemporaryDirectory()
-            let service = try startRecording(storage)
-            try exhaustDescriptors(service)
-            usleep(useconds_t(wait * 1e6))
-            kill(service.pid, SIGTERM)
+        // At a few moments of the failure and retry cycle. The three recorders are separate
+        // processes with their own folders, so they run side by side (each SIGTERM is timed
+        // from its own recorder's failure), not one after another.
+        let waits = [0.0, 0.7, 2.5]
+        let storages = waits.map { _ in TemporaryDirectory() }
+        let services = try storages.map { storage in
+            try Service(["run", "--config", repoPath("config/demo.toml"), "--set", "recording.storage_dir=\(storage.path)",
+                         "--set", "recording.chunk_duration_ms=1000"] + smallAndFast)
+        }
+        for (service, storage) in zip(services, storages) {
+            XCTAssertTrue(waitFor(30) { chunks(in: storage).count >= 1 }, "recording started: \(service.log)")
+        }
+        for service in services { try service.limitDescriptors(to: service.openDescriptors - 4) }
+        var failedAt = [Date?](repeating: nil, count: waits.count), signalled = [Bool](repeating: false, count: waits.count)
+        let deadline = Date().addingTimeInterval(20 + waits.max()!)
+        while signalled.contains(false), Date() < deadline {
+            for (i, service) in services.enumerated() where !signalled[i] {
+                if failedAt[i] == nil, service.log.contains("cannot create a chunk file") { failedAt[i] = Date() }
+                if let failed = failedAt[i], Date() >= failed.addingTimeInterval(waits[i]) {
+                    kill(service.pid, SIGTERM)
+                    signalled[i] = true
+                }
+            }
+            usleep(20_000)
+        }
+        for (i, service) in services.enumerated() {
+            XCTAssertNotNil(failedAt[i], "chunk creation failed for lack of descriptors: \(service.log)")
             let status = service.exitStatus(within: 20)
-            XCTAssertNotNil(status, "SIGTERM \(wait) s after the failure stops the recorder: \(service.log)")
+            XCTAssertNotNil(status, "SIGTERM \(waits[i]) s after the failure stops the recorder: \(service.log)")
         }
     }
 }

@@ -23,6 +23,17 @@ final class RecordingFaultTests: XCTestCase {
         return file.path
     }
 
+    /// Runs the main loop with `actions` at their times until `condition` holds (checked from
+    /// `notBefore` seconds on) or `seconds` pass; the actions not yet run are cancelled.
+    @discardableResult
+    func runMainLoop(atMost seconds: Double, actions: [(at: Double, run: () -> Void)], notBefore: Double,
+                     until condition: @escaping () -> Bool) -> Bool {
+        let started = Date()
+        let timers = actions.map { MainLoop.after($0.at, $0.run) }
+        defer { timers.forEach { $0.cancel() } }
+        return waitOnMainLoop(seconds) { Date().timeIntervalSince(started) > notBefore && condition() }
+    }
+
     func writePipeline(_ dir: TemporaryDirectory, _ text: String, name: String = "custom.pipeline") throws -> String {
         let file = dir.file(name)
         try text.write(to: file, atomically: true, encoding: .utf8)
@@ -51,7 +62,8 @@ final class RecordingFaultTests: XCTestCase {
         var valve: Element?
         var frozenAt = 0.0
         var states: [String] = []
-        runMainLoop(seconds: 14, actions: [
+        // Until a chunk recorded after the restart is finished (at most 14 s).
+        runMainLoop(atMost: 14, actions: [
             (at: 2.5, run: {
                 // Mid-chunk, the camera stops sending; it would come back 6 s later.
                 valve = recorder.session?.loaded.pipeline.element(named: "freeze")
@@ -59,7 +71,8 @@ final class RecordingFaultTests: XCTestCase {
                 valve?.set("drop", true)
             }),
             (at: 8.5, run: { valve?.set("drop", false) }),
-        ] + stride(from: 3.0, to: 14, by: 0.5).map { t in (at: t, run: { states.append("\(recorder.state)") }) })
+        ] + stride(from: 3.0, to: 14, by: 0.5).map { t in (at: t, run: { states.append("\(recorder.state)") }) },
+                    notBefore: 8.6, until: { recorder.catalog.all.contains { $0.start > frozenAt } && states.last == "recording" })
         XCTAssertTrue(stopAndWait(recorder))
 
         try assertCatalogMatchesMedia(recorder)
@@ -94,7 +107,8 @@ final class RecordingFaultTests: XCTestCase {
         try recorder.start()
         var readOnlyAt = 0.0, writableAt = 0.0
         var states: [(at: Double, state: String)] = []
-        runMainLoop(seconds: 15, actions: [
+        // Until a chunk recorded after the folder is writable again is finished (at most 15 s).
+        runMainLoop(atMost: 15, actions: [
             (at: 3.0, run: {
                 readOnlyAt = Date().timeIntervalSince1970
                 XCTAssertEqual(try? runTool("mount", ["-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", storage.path]).status, 0)
@@ -105,7 +119,7 @@ final class RecordingFaultTests: XCTestCase {
             }),
         ] + stride(from: 0.25, to: 15, by: 0.25).map { t in
             (at: t, run: { states.append((Date().timeIntervalSince1970, "\(recorder.state)")) })
-        })
+        }, notBefore: 7.1, until: { recorder.catalog.all.contains { $0.start > writableAt } })
         XCTAssertTrue(stopAndWait(recorder))
 
         // The write error stops the pipeline at once rather than after the 10 s stop timeout.

@@ -125,7 +125,10 @@ final class ServiceProcessTests: XCTestCase {
             .replacingOccurrences(of: "video_format = \"mp4\"", with: "video_format = \"mov\"")
             .write(to: config, atomically: true, encoding: .utf8)
         service.signal(SIGHUP)
-        sleep(8)
+        // Two mov chunks finished after the reload (the one SIGTERM cuts is a third).
+        XCTAssertTrue(waitFor(20) { files(in: storage).filter { $0.hasPrefix("chunk_") && $0.hasSuffix(".mov") }.count >= 2 },
+                      "mov chunks after the reload: \(files(in: storage))")
+        usleep(500_000)   // into the third
         service.signal(SIGTERM)
         let (status, log) = service.finish()
         XCTAssertEqual(status, 0, log)
