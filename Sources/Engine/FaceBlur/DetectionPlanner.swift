@@ -67,6 +67,9 @@ struct DetectionPlanner {
         var followMisses = 3
         /// Misses in a row that end a backwards trace.
         var backtraceMisses = 2
+        /// Forward follows of a face that may be answered by its template
+        /// (`FaceTemplate`) between two network runs on it; 0: always the network.
+        var templateFollows = 2
         /// Block-mean difference (luma levels) that makes an area dirty.
         var changeThreshold = 8
     }
@@ -95,6 +98,10 @@ struct DetectionPlanner {
         var reference: [UInt8] = []
         /// The camera's travel at this frame (scene = frame pixels + travel).
         var travel = Travel()
+        /// Forward follows: where the face is expected on this frame (frame
+        /// pixels), and whether its template may answer instead of the network.
+        var expected: FaceRect?
+        var mayUseTemplate = false
         static func == (a: Pass, b: Pass) -> Bool {
             a.kind == b.kind && a.frame == b.frame && a.region == b.region && a.input == b.input && a.keepAspect == b.keepAspect
         }
@@ -136,6 +143,8 @@ struct DetectionPlanner {
         /// The earliest frame searched backwards; nil when the trace is over.
         var frontier: Int?
         var backMisses = 0
+        /// Follows answered by the face's template since the network last found it.
+        var templateStreak = 0
     }
 
     static let block = 8
@@ -425,8 +434,10 @@ struct DetectionPlanner {
         if w > Double(width) { x = 0; w = Double(width) }
         if h > Double(height) { y = 0; h = Double(height) }
         let region = FaceRect(x: x.rounded(.down), y: y.rounded(.down), width: w.rounded(.up), height: h.rounded(.up))
+        let templateAllowed = !backwards && misses == 0 && (follows[id]?.templateStreak ?? .max) < settings.templateFollows
         return Pass(kind: .follow(track: id, backwards: backwards), frame: index, time: frame.time, region: region,
-                    input: (settings.followInput, settings.followInput), keepAspect: true, travel: frame.travel)
+                    input: (settings.followInput, settings.followInput), keepAspect: true, travel: frame.travel,
+                    expected: box, mayUseTemplate: templateAllowed)
     }
 
     /// A detection thread took `pass`.
@@ -435,8 +446,15 @@ struct DetectionPlanner {
 
     // MARK: Results
 
-    /// Records what `pass` found (face boxes in frame pixels).
-    mutating func record(_ pass: Pass, found: [FaceRect]) {
+    /// A face the network found on a frame, and the track it went to (frame pixels).
+    struct Sighting: Equatable { var track: Int; var rect: FaceRect }
+
+    /// Records what `pass` found (face boxes in frame pixels); `byTemplate`:
+    /// a follow answered by the face's template, not the network. Returns the
+    /// network's sightings (templates are cut from them).
+    @discardableResult
+    mutating func record(_ pass: Pass, found: [FaceRect], byTemplate: Bool = false) -> [Sighting] {
+        var sightings: [Sighting] = []
         if let i = inFlight.firstIndex(of: pass.kind) { inFlight.remove(at: i) }
         let frame = (index: pass.frame, time: pass.time)
         let faces = found.filter { !Self.touchesInnerEdge($0, of: pass.region, width: width, height: height) }
@@ -450,9 +468,11 @@ struct DetectionPlanner {
                 areas[i].reference = pass.reference
                 areas[i].dirtySince = frames.first { $0.index > pass.frame && changed(i, $0) }?.index
             }
-            note(tracker.update(detections: faces, time: frame.time), frame: pass.frame)
+            let assigned = tracker.update(detections: faces, time: frame.time)
+            note(assigned, frame: pass.frame)
+            sightings = zip(assigned, faces).map { Sighting(track: $0.0.id, rect: pass.travel.toFrame($0.1)) }
         case .follow(let id, let backwards):
-            guard var follow = follows[id] else { return }
+            guard var follow = follows[id] else { return [] }
             let expected = tracker.predicted(id, at: frame.time)
             var rest = faces
             let match = expected.flatMap { e in
@@ -474,6 +494,12 @@ struct DetectionPlanner {
             if let match, owner == nil || merged {
                 let rect = rest.remove(at: match)
                 tracker.add(rect, to: id, time: frame.time)
+                if byTemplate {
+                    follow.templateStreak += 1
+                } else {
+                    follow.templateStreak = 0
+                    sightings.append(Sighting(track: id, rect: pass.travel.toFrame(rect)))
+                }
                 if backwards {
                     follow.backMisses = 0
                     // Merged with a track that knew the earlier frames: its trace (if any) goes on, this one is done.
@@ -499,8 +525,11 @@ struct DetectionPlanner {
             if let f = follow.frontier, f <= (oldest?.index ?? 0) { follow.frontier = nil }
             follows[id] = follow
             // Other faces in the square: other tracks, or new ones.
-            note(tracker.update(detections: rest, time: frame.time), frame: pass.frame)
+            let assigned = tracker.update(detections: rest, time: frame.time)
+            note(assigned, frame: pass.frame)
+            sightings += zip(assigned, rest).map { Sighting(track: $0.0.id, rect: pass.travel.toFrame($0.1)) }
         }
+        return sightings
     }
 
     /// Frame duration estimate (for "within a few frames").
@@ -534,6 +563,7 @@ struct DetectionPlanner {
                 follows[a.id]!.checkedThrough = max(follows[a.id]!.checkedThrough, index)
                 follows[a.id]!.misses = 0
                 follows[a.id]!.lost = false
+                follows[a.id]!.templateStreak = 0   // the network found it: its template is fresh
             }
         }
     }

@@ -23,10 +23,14 @@ public struct FaceBlurSettings: Equatable, Sendable {
     public var wholeEvery = 16
     /// Frames between full-resolution passes over a tile while it changes
     /// (0: no tiles).
-    public var tileEvery = 48
+    public var tileEvery = 24
     /// Frames between searches around a face being followed, at most
     /// (faces fast for their size are searched for more often).
     public var followEvery = 8
+    /// Follows of a face that its template (`FaceTemplate`: where its look
+    /// when last found matches best) may answer between two network runs on
+    /// it; 0: every follow runs the network.
+    public var templateFollows = 2
     /// Frames after which an unchanged part of the picture is searched again anyway.
     public var recheckEvery = 60
     /// Change (luma levels of an 8×8 block's mean) that counts as a change.
@@ -65,12 +69,16 @@ public struct FaceBlurSettings: Equatable, Sendable {
     /// 4 and tiles every 16 frames of change found them (1.5 %), hid less of
     /// the scene and ran about as fast (fewer, better aimed follow searches).
     /// The delay line reaches back past one tile cycle, for tracing back.
+    /// Live, follows may be answered by templates (`templateFollows`); offline not.
     public init(modelPath: String, offline: Bool = false) {
         self.modelPath = modelPath
         if offline {
             wholeEvery = 4
             tileEvery = 16
             maxQueuedFrames = max(wholeEvery, tileEvery) + 16
+            // Templates save time, which offline has: every follow runs the network
+            // (a template's box is a few pixels less exact than the network's).
+            templateFollows = 0
         }
     }
 
@@ -80,6 +88,7 @@ public struct FaceBlurSettings: Equatable, Sendable {
         p.wholeEvery = max(1, wholeEvery)
         p.tileEvery = max(0, tileEvery)
         p.followEvery = max(1, followEvery)
+        p.templateFollows = max(0, templateFollows)
         p.recheckEvery = max(1, recheckEvery)
         p.changeThreshold = max(1, changeThreshold)
         return p
@@ -175,11 +184,16 @@ public final class FaceBlurStage: FrameProcessor {
         public var tilePasses = 0
         /// Searches around faces already found (forwards and backwards).
         public var followPasses = 0
+        /// Of the follows, those the face's template answered (no network run).
+        public var templateFollows = 0
         public var detectionSeconds = 0.0
         /// Detection time by kind: whole frame, tiles, follow.
         public var wholeSeconds = 0.0, tileSeconds = 0.0, followSeconds = 0.0
     }
     private var countersStorage = Counters()
+    /// Each followed face's template, cut where the network last found it (under `condition`).
+    private var templates: [Int: FaceTemplate] = [:]
+
     /// The same counts for monitoring (`/metrics`), through swift-metrics.
     private let metrics: StageMetrics
     /// The previous frame's block means and the estimator for its size, for
@@ -209,6 +223,8 @@ public final class FaceBlurStage: FrameProcessor {
         var luma: [UInt8]
         var width: Int
         var height: Int
+        /// A forward follow the face's template may answer.
+        var template: FaceTemplate?
     }
 
     /// `makeDetector` builds one detector per detection thread (default:
@@ -246,7 +262,7 @@ public final class FaceBlurStage: FrameProcessor {
         }
         guard c.frames > 0 else { return }
         let passes = c.wholeFramePasses + c.tilePasses + c.followPasses
-        logger.notice("face blur: \(c.frames) frames, \(c.framesWithFaces) with faces hidden, \(c.blackedOut) blacked out, \(c.dropped) dropped\(realTime ? ", \(c.late) late (\(String(format: "%.1f", c.unconfirmedArea / Double(max(1, c.late)) * 100)) % of their picture hidden as unconfirmed)" : ""); \(c.wholeFramePasses) whole-frame, \(c.tilePasses) tile and \(c.followPasses) follow detections (\(String(format: "%.1f + %.1f + %.1f s", c.wholeSeconds, c.tileSeconds, c.followSeconds)), \(passes > 0 ? Int(c.detectionSeconds / Double(passes) * 1000) : 0) ms each on average)")
+        logger.notice("face blur: \(c.frames) frames, \(c.framesWithFaces) with faces hidden, \(c.blackedOut) blacked out, \(c.dropped) dropped\(realTime ? ", \(c.late) late (\(String(format: "%.1f", c.unconfirmedArea / Double(max(1, c.late)) * 100)) % of their picture hidden as unconfirmed)" : ""); \(c.wholeFramePasses) whole-frame, \(c.tilePasses) tile and \(c.followPasses) follow detections (\(c.templateFollows) of them by template; \(String(format: "%.1f + %.1f + %.1f s", c.wholeSeconds, c.tileSeconds, c.followSeconds)), \(passes > 0 ? Int(c.detectionSeconds / Double(passes) * 1000) : 0) ms each on average)")
     }
 
     private static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
@@ -476,6 +492,20 @@ public final class FaceBlurStage: FrameProcessor {
             condition.unlock()
 
             let started = Self.now()
+            if let found = matchTemplate(job) {
+                let elapsed = Self.now() - started
+                condition.withLock {
+                    if planner != nil, job.generation == plannerGeneration {
+                        planner?.record(job.pass, found: [found], byTemplate: true)
+                        countersStorage.followPasses += 1
+                        countersStorage.templateFollows += 1
+                        countersStorage.followSeconds += Double(elapsed) / 1e9
+                        countersStorage.detectionSeconds += Double(elapsed) / 1e9
+                    }
+                    condition.broadcast()
+                }
+                continue
+            }
             let result: Result<[FaceDetection], Error> = Result {
                 try job.luma.withUnsafeBufferPointer { luma in
                     try detector.detect(luma: luma.baseAddress!, width: job.width, height: job.height, stride: job.width,
@@ -497,7 +527,8 @@ public final class FaceBlurStage: FrameProcessor {
                     logger.debug("detection on frame \(job.pass.frame), \(job.pass.kind) \(job.pass.region): \(zip(found, faces).map { "\($0.0) \(String(format: "%.2f", $0.1.score))" })")
                 }
                 if planner != nil, job.generation == plannerGeneration {
-                    planner?.record(job.pass, found: found)
+                    let sightings = planner?.record(job.pass, found: found) ?? []
+                    if settings.templateFollows > 0 { keepTemplates(of: sightings, frame: job.pass.frame) }
                     switch job.pass.kind {
                     case .whole:
                         countersStorage.wholeFramePasses += 1
@@ -515,6 +546,37 @@ public final class FaceBlurStage: FrameProcessor {
             }
             condition.broadcast()
             condition.unlock()
+        }
+    }
+
+    /// Detection thread, outside the lock: the face a forward follow looks
+    /// for, found by its template around where it is expected (frame pixels),
+    /// or nil: the network must look.
+    private func matchTemplate(_ job: DetectionJob) -> FaceRect? {
+        guard let template = job.template, let expected = job.pass.expected else { return nil }
+        let (ox, oy) = (job.pass.region.x, job.pass.region.y)
+        let local = FaceRect(x: expected.x - ox, y: expected.y - oy, width: expected.width, height: expected.height)
+        let hit = job.luma.withUnsafeBufferPointer { luma in
+            template.find(in: luma.baseAddress!, width: job.width, height: job.height, stride: job.width, around: local)
+        }
+        guard let box = hit?.box else { return nil }
+        return FaceRect(x: box.x + ox, y: box.y + oy, width: box.width, height: box.height)
+    }
+
+    /// Under the lock: the templates of faces the network just found on
+    /// held frame `index`; templates of tracks that ended are let go.
+    private func keepTemplates(of sightings: [DetectionPlanner.Sighting], frame index: Int) {
+        guard !sightings.isEmpty, let first = queue.first, index >= first.index, index - first.index < queue.count else { return }
+        let pending = queue[index - first.index]
+        let cut = try? pending.sample.readingVideoFrame { f in
+            sightings.compactMap { s in
+                FaceTemplate(luma: f.luma.data, width: f.width, height: f.height, stride: f.luma.stride, box: s.rect).map { (s.track, $0) }
+            }
+        }
+        for (track, template) in cut ?? [] { templates[track] = template }
+        if let planner, templates.count > 2 * planner.tracker.trackCount + 16 {
+            let live = Set(planner.tracker.trackIDs)
+            templates = templates.filter { live.contains($0.key) }
         }
     }
 
@@ -539,7 +601,9 @@ public final class FaceBlurStage: FrameProcessor {
             }
             var clipped = pass
             clipped.region = FaceRect(x: Double(x0), y: Double(y0), width: Double(w), height: Double(h))
-            return DetectionJob(pass: clipped, generation: plannerGeneration, luma: luma, width: w, height: h)
+            var template: FaceTemplate?
+            if pass.mayUseTemplate, case .follow(let id, false) = pass.kind { template = templates[id] }
+            return DetectionJob(pass: clipped, generation: plannerGeneration, luma: luma, width: w, height: h, template: template)
         } catch {
             fail("cannot read a frame for detection: \(error)")
             return nil

@@ -145,4 +145,36 @@ final class DetectionPlannerTests: XCTestCase {
         XCTAssertTrue((0...12).allSatisfy(p.isSettled))
         XCTAssertFalse(p.tracker.regions(at: 10 * Self.frameNs).isEmpty, "held")
     }
+
+    /// Between two network runs on a face, at most `templateFollows` forward
+    /// follows may be answered by its template; then the network looks again
+    /// (a template that drifted is corrected), and traces back always use it.
+    func testTemplatesAnswerAtMostTheirShareOfFollowsAndTheNetworkAnchorsThem() {
+        var p = planner()
+        add(&p, 0)
+        let face = FaceRect(x: 100, y: 60, width: 40, height: 48)
+        runDue(&p) { $0.kind == .whole ? [face] : [] }
+        var kinds: [(template: Bool, may: Bool)] = []
+        for i in 1...40 {
+            add(&p, i, [(13, 9)])
+            while let pass = p.nextPass() {
+                p.begin(pass)
+                guard case .follow(_, let backwards) = pass.kind else { p.record(pass, found: []); continue }
+                XCTAssertFalse(backwards && pass.mayUseTemplate, "a trace back is the network's")
+                let byTemplate = pass.mayUseTemplate
+                if !backwards { kinds.append((byTemplate, pass.mayUseTemplate)) }
+                let sightings = p.record(pass, found: [face], byTemplate: byTemplate)
+                XCTAssertEqual(sightings.isEmpty, byTemplate, "the network's sightings are returned (templates are cut from them), the template's are not")
+            }
+        }
+        XCTAssertGreaterThan(kinds.count, 6)
+        // Never more than templateFollows template answers in a row.
+        var run = 0
+        for k in kinds {
+            run = k.template ? run + 1 : 0
+            XCTAssertLessThanOrEqual(run, p.settings.templateFollows)
+        }
+        XCTAssertTrue(kinds.contains { $0.template } && kinds.contains { !$0.template })
+        XCTAssertTrue((0...36).allSatisfy(p.isSettled))
+    }
 }
