@@ -86,6 +86,10 @@ public struct RecorderConfig: Equatable, Sendable {
         public var tileEvery: Int?
         public var followEvery: Int
         public var maxLatencyMs: Int
+        /// Live, when detection cannot search a frame completely in time:
+        /// `pixelate` (record it with what no search confirmed pixelated) or
+        /// `lower_fps` (do not record it).
+        public var whenBehind: String = "pixelate"
     }
 
     /// The local web console and REST API (`[console]`).
@@ -233,6 +237,7 @@ public enum ConfigLoader {
         Key(name: "privacy.tile_every", kind: .integer),
         Key(name: "privacy.follow_every", kind: .integer),
         Key(name: "privacy.max_latency_ms", kind: .integer),
+        Key(name: "privacy.when_behind", kind: .string),
         Key(name: "console.enabled", kind: .bool),
         Key(name: "console.listen", kind: .string),
         Key(name: "console.tls_certificate", kind: .path),
@@ -348,6 +353,10 @@ public enum ConfigLoader {
         let tileEvery = reader.has("privacy.tile_every") ? try reader.integer("privacy.tile_every", default: 0, range: 0...240) : nil
         let followEvery = try reader.integer("privacy.follow_every", default: 8, range: 1...30)
         let maxLatencyMs = try reader.integer("privacy.max_latency_ms", default: 2500, range: 50...10_000)
+        let whenBehind = try reader.string("privacy.when_behind", default: "pixelate")
+        guard ["pixelate", "lower_fps"].contains(whenBehind) else {
+            throw ConfigError("\(reader.origin("privacy.when_behind")): privacy.when_behind = \"\(whenBehind)\" is not allowed; use \"pixelate\" or \"lower_fps\"")
+        }
         if deviceName.trimmingCharacters(in: .whitespaces).isEmpty {
             throw ConfigError("\(reader.origin("device.name")): device.name must not be empty (leave it out to use the host name)")
         }
@@ -386,7 +395,7 @@ public enum ConfigLoader {
                              audioFormat: audioFormat, timestampFormat: timestampFormat),
             privacy: .init(faceBlur: faceBlur, model: model, mode: mode, threshold: threshold, margin: margin,
                            holdMs: holdMs, detectWidth: detectWidth, wholeEvery: wholeEvery, tileEvery: tileEvery,
-                           followEvery: followEvery, maxLatencyMs: maxLatencyMs),
+                           followEvery: followEvery, maxLatencyMs: maxLatencyMs, whenBehind: whenBehind),
             pipelineVariables: variables,
             sourceFile: file)
         for key in ["recording.pipeline", "privacy.model"] where reader.has(key) {

@@ -14,6 +14,7 @@ extension FaceBlurSettings {
         if let n = privacy.tileEvery { tileEvery = n }
         followEvery = privacy.followEvery
         maxLatencyNs = UInt64(privacy.maxLatencyMs) * 1_000_000
+        whenBehind = WhenBehind(rawValue: privacy.whenBehind) ?? .pixelate
         maxQueuedFrames = max(wholeEvery, tileEvery) + 16
     }
 }

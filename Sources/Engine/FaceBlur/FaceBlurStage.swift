@@ -7,6 +7,20 @@ import Recorder
 /// What the face-blur stage does and how hard it tries.
 public struct FaceBlurSettings: Equatable, Sendable {
     public enum Mode: String, Sendable, CaseIterable { case pixelate, fill }
+    /// Live, what gives when detection cannot keep up with the camera.
+    public enum WhenBehind: String, Sendable, CaseIterable {
+        /// Record every frame; a frame that must leave before it was searched
+        /// completely has, besides the faces known, every part that no search
+        /// confirmed pixelated in coarse cells.
+        case pixelate
+        /// Record only frames searched completely: while the stage is behind
+        /// it takes in only every n-th frame (n grows while it stays behind,
+        /// shrinks once it caught up), and a frame still unsearched at its
+        /// deadline is not recorded. Frames not recorded are counted
+        /// (`allspark_privacy_frames_skipped_total`) and logged; the
+        /// recording keeps true timestamps, with fewer frames.
+        case lowerFPS = "lower_fps"
+    }
 
     public var modelPath: String
     public var mode: Mode = .pixelate
@@ -40,6 +54,7 @@ public struct FaceBlurSettings: Equatable, Sendable {
     /// so that the detector is late only when the machine cannot keep up;
     /// then the frame leaves with what no search confirmed hidden.
     public var maxLatencyNs: UInt64 = 2_500_000_000
+    public var whenBehind = WhenBehind.pixelate
     /// What a frame leaving unconfirmed has hidden: cells of this fraction
     /// of the frame height (a fixed grid, multiples of the 8-pixel change
     /// blocks) wherever it changed since the part around it was last searched.
@@ -180,6 +195,9 @@ public final class FaceBlurStage: FrameProcessor {
         public var unconfirmedArea = 0.0
         /// Frames that could not be anonymised and were not recorded at all.
         public var dropped = 0
+        /// Live, `lower_fps`: frames not recorded because the stage was behind
+        /// (not taken in, or not searched completely by their deadline).
+        public var skipped = 0
         public var wholeFramePasses = 0
         public var tilePasses = 0
         /// Searches around faces already found (forwards and backwards).
@@ -191,6 +209,10 @@ public final class FaceBlurStage: FrameProcessor {
         public var wholeSeconds = 0.0, tileSeconds = 0.0, followSeconds = 0.0
     }
     private var countersStorage = Counters()
+    /// `lower_fps`: frames taken in are 1 in `admitEvery`; frames since the
+    /// last one taken in; the camera's motion over the frames not taken in (under `condition`).
+    private var admitEvery = 1, framesSinceAdmitted = 0
+    private var skippedShift: (dx: Double, dy: Double) = (0, 0)
     /// Each followed face's template, cut where the network last found it (under `condition`).
     private var templates: [Int: FaceTemplate] = [:]
 
@@ -262,7 +284,7 @@ public final class FaceBlurStage: FrameProcessor {
         }
         guard c.frames > 0 else { return }
         let passes = c.wholeFramePasses + c.tilePasses + c.followPasses
-        logger.notice("face blur: \(c.frames) frames, \(c.framesWithFaces) with faces hidden, \(c.blackedOut) blacked out, \(c.dropped) dropped\(realTime ? ", \(c.late) late (\(String(format: "%.1f", c.unconfirmedArea / Double(max(1, c.late)) * 100)) % of their picture hidden as unconfirmed)" : ""); \(c.wholeFramePasses) whole-frame, \(c.tilePasses) tile and \(c.followPasses) follow detections (\(c.templateFollows) of them by template; \(String(format: "%.1f + %.1f + %.1f s", c.wholeSeconds, c.tileSeconds, c.followSeconds)), \(passes > 0 ? Int(c.detectionSeconds / Double(passes) * 1000) : 0) ms each on average)")
+        logger.notice("face blur: \(c.frames) frames, \(c.framesWithFaces) with faces hidden, \(c.blackedOut) blacked out, \(c.dropped) dropped\(realTime ? ", \(c.skipped) not recorded (behind), \(c.late) late (\(String(format: "%.1f", c.unconfirmedArea / Double(max(1, c.late)) * 100)) % of their picture hidden as unconfirmed)" : ""); \(c.wholeFramePasses) whole-frame, \(c.tilePasses) tile and \(c.followPasses) follow detections (\(c.templateFollows) of them by template; \(String(format: "%.1f + %.1f + %.1f s", c.wholeSeconds, c.tileSeconds, c.followSeconds)), \(passes > 0 ? Int(c.detectionSeconds / Double(passes) * 1000) : 0) ms each on average)")
     }
 
     private static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
@@ -276,10 +298,20 @@ public final class FaceBlurStage: FrameProcessor {
             (PlaneEditor.blockMeans(f.luma.data, width: f.width, height: f.height, stride: f.luma.stride,
                                     block: DetectionPlanner.block), f.width, f.height)
         }
-        let shift = blocks.map { cameraShift(to: $0.0, width: $0.1, height: $0.2) } ?? (0, 0)
+        var shift: (dx: Double, dy: Double) = blocks.map { cameraShift(to: $0.0, width: $0.1, height: $0.2) } ?? (0, 0)
         condition.lock()
         countersStorage.frames += 1
         metrics.frames.increment()
+        if blocks != nil, realTime, settings.whenBehind == .lowerFPS, planner != nil, !admit() {
+            // Not taken in: the camera's motion over it still counts towards the next frame taken in.
+            skippedShift.dx += shift.dx; skippedShift.dy += shift.dy
+            noteSkipped()
+            let ready = takeReady(force: false)
+            condition.unlock()
+            return finish(ready)
+        }
+        shift.dx += skippedShift.dx; shift.dy += skippedShift.dy
+        skippedShift = (0, 0)
         let index = nextIndex
         nextIndex += 1
         var ready: [(Sample, Treatment)] = []
@@ -314,6 +346,35 @@ public final class FaceBlurStage: FrameProcessor {
         ready += takeReady(force: false)
         condition.unlock()
         return finish(ready)
+    }
+
+    /// Under the lock, `lower_fps`: whether to take in this frame. While the
+    /// oldest frame held has waited more than half its deadline, only every
+    /// `admitEvery`-th frame is taken in (one more each time a frame taken in
+    /// finds the stage still behind, up to 8); below a quarter, one fewer.
+    /// Fewer frames in means fewer searches owed: the stage catches up, and
+    /// the frames it records are searched completely.
+    private func admit() -> Bool {
+        let waited = queue.first.map { Self.now() &- $0.arrival } ?? 0
+        framesSinceAdmitted += 1
+        guard framesSinceAdmitted >= admitEvery else { return false }
+        framesSinceAdmitted = 0
+        if waited > settings.maxLatencyNs / 2 {
+            admitEvery = min(8, admitEvery + 1)
+        } else if waited < settings.maxLatencyNs / 4 {
+            admitEvery = max(1, admitEvery - 1)
+        }
+        return true
+    }
+
+    /// Under the lock: one more frame not recorded because the stage is behind (`lower_fps`).
+    private func noteSkipped() {
+        countersStorage.skipped += 1
+        metrics.skipped.increment()
+        let n = countersStorage.skipped
+        if n == 1 || n % 100 == 0 {
+            logger.warning("face detection is behind: \(n) frames so far not recorded, so that every frame recorded is searched completely (privacy.when_behind = \"lower_fps\"; taking in 1 frame in \(admitEvery) now)")
+        }
     }
 
     /// Streaming thread: how far the picture moved since the previous frame (none after a size change).
@@ -362,6 +423,12 @@ public final class FaceBlurStage: FrameProcessor {
                 countersStorage.blackedOut += 1
                 metrics.blackedOut.increment()
                 ready.append((first.sample, .blackOut))
+                continue
+            }
+            if !settled, realTime, settings.whenBehind == .lowerFPS {
+                // Not searched completely in time: not recorded (those recorded keep their true times).
+                noteSkipped()
+                if planner!.oldest?.index == first.index { planner!.removeOldest() }
                 continue
             }
             let faces = planner!.regions(forFrame: first.index)
@@ -614,7 +681,7 @@ public final class FaceBlurStage: FrameProcessor {
 /// The privacy stage's counts as swift-metrics counters and timers. The
 /// handles are made once: making one per frame would cost a registry lookup.
 struct StageMetrics {
-    let frames, framesWithFaces, facesHidden, blackedOut, late, dropped: CoreMetrics.Counter
+    let frames, framesWithFaces, facesHidden, blackedOut, late, skipped, dropped: CoreMetrics.Counter
     let wholeFrame, tile, follow: CoreMetrics.Timer
 
     init(factory: MetricsFactory) {
@@ -624,6 +691,7 @@ struct StageMetrics {
         facesHidden = counter("faces_hidden")
         blackedOut = counter("frames_blacked_out")
         late = counter("frames_late")
+        skipped = counter("frames_skipped")
         dropped = counter("frames_dropped")
         func timer(_ pass: String) -> CoreMetrics.Timer {
             CoreMetrics.Timer(label: "allspark_face_detection_seconds", dimensions: [("pass", pass)], preferredDisplayUnit: .seconds, factory: factory)

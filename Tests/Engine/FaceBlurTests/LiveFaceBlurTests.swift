@@ -1,4 +1,5 @@
 import GLibSupport
+import GStreamerSupport
 import XCTest
 import FaceBlur
 import RecorderCore
@@ -176,5 +177,51 @@ final class LiveFaceBlurTests: XCTestCase {
         let first = try XCTUnwrap(black.firstIndex(of: true), "some frames are blacked out")
         XCTAssertTrue(black[first...].allSatisfy { $0 }, "every frame after the failure is black")
         XCTAssertEqual(black.filter { $0 }.count, counters.blackedOut)
+    }
+
+    func testLowerFPSRecordsOnlyFramesSearchedCompletelyWithTrueTimestamps() throws {
+        let dir = TemporaryDirectory()
+        let (clip, _, _) = try walkingFaceClip(in: dir)
+        let storage = TemporaryDirectory()
+        let config = try testConfig(storage: storage.path, extra: [
+            "privacy.face_blur=true", "privacy.model=\(faceModelPath)", "recording.pipeline=\(repoPath("pipelines/file.pipeline"))",
+            "pipeline.vars.input=\(clip.path)", "pipeline.vars.bitrate_kbps=6000", "recording.chunk_duration_ms=60000",
+            "privacy.max_latency_ms=600", "privacy.whole_every=6", "privacy.tile_every=6", "privacy.when_behind=lower_fps",
+        ])
+        // Every search takes 50 ms more, each part of the picture is searched every 6 frames while it changes,
+        // and a frame may wait 600 ms: the stage can search some frames completely in time, not all.
+        let (recorder, stages) = try recorderWithStages(config) { try ImpairedDetector($0, delay: 0.05) }
+        try recorder.start()
+        runMainLoop(seconds: 5.5)
+        XCTAssertTrue(stopAndWait(recorder))
+        let counters = try XCTUnwrap(stages.last).counters
+        let stats = recorder.frameStatistics
+        XCTAssertGreaterThan(counters.skipped, 0, "the detector was too slow: \(counters)")
+        XCTAssertEqual(counters.late, 0, "no frame left unconfirmed: those are not recorded")
+        XCTAssertEqual(counters.blackedOut, 0)
+        XCTAssertEqual(stats.recorded + counters.skipped, stats.captured, "every frame is recorded or counted as not: \(stats), \(counters)")
+        var output: [(time: UInt64, image: RawImage)] = []
+        for chunk in recorder.catalog.all { output += try decodeTimedFrames(recorder.catalog.url(of: chunk)) }
+        XCTAssertEqual(output.count, stats.recorded)
+        XCTAssertGreaterThan(output.count, 5, "the frames searched completely are recorded")
+        // True timestamps: frames keep their capture times, so what was not recorded leaves gaps of whole frames.
+        let period = 1_000_000_000.0 / 30
+        var gaps = 0
+        for (a, b) in zip(output, output.dropFirst()) {
+            let frames = Double(b.time - a.time) / period
+            XCTAssertEqual(frames, frames.rounded(), accuracy: 0.1, "timestamps \(a.time) → \(b.time) are whole frames apart")
+            gaps += max(0, Int(frames.rounded()) - 1)
+        }
+        // Frames left out between two recorded ones show as gaps in time (on a machine this slow they may all be at the end).
+        XCTAssertLessThanOrEqual(gaps, counters.skipped)
+        // No recorded frame shows the face.
+        let detector = try FaceDetector(modelPath: faceModelPath)
+        for (i, frame) in output.enumerated() {
+            let found = try frame.image.y.withUnsafeBufferPointer {
+                try detector.detect(luma: $0.baseAddress!, width: frame.image.width, height: frame.image.height, stride: frame.image.width,
+                                    inputWidth: 640, threshold: 0.5)
+            }
+            XCTAssertTrue(found.isEmpty, "recorded frame \(i): a face is still found: \(found.map(\.rect))")
+        }
     }
 }

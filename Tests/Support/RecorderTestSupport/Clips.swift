@@ -79,12 +79,19 @@ public struct Rect: Equatable {
 
 /// Decodes a picture or video file into I420 frames.
 public func decodeFrames(_ url: URL, decoder: String = "decodebin") throws -> [RawImage] {
+    try decodeTimedFrames(url, decoder: decoder).map(\.image)
+}
+
+/// Decodes a picture or video file into I420 frames with their presentation times (ns).
+public func decodeTimedFrames(_ url: URL, decoder: String = "decodebin") throws -> [(time: UInt64, image: RawImage)] {
     let pipeline = try Pipeline.parse("filesrc location=\"\(url.path)\" ! \(decoder) ! videoconvert ! video/x-raw,format=I420 ! appsink name=out sync=false")
     guard let element = pipeline.element(named: "out"), let sink = AppSink(element) else { throw GStreamerError("no appsink") }
     let lock = NSLock()
-    var frames: [RawImage] = []
+    var frames: [(time: UInt64, image: RawImage)] = []
     sink.setHandlers(onSample: { sample in
-        if let image = try? sample.readingVideoFrame({ RawImage($0) }) { lock.withLock { frames.append(image) } }
+        if let image = try? sample.readingVideoFrame({ RawImage($0) }) {
+            lock.withLock { frames.append((UInt64(sample.presentationTime ?? 0), image)) }
+        }
         return true
     }, onEndOfStream: {})
     defer { sink.clearHandlers() }
