@@ -72,6 +72,11 @@ struct DetectionPlanner {
         var templateFollows = 2
         /// Block-mean difference (luma levels) that makes an area dirty.
         var changeThreshold = 8
+        /// Every frame searched completely itself (`when_behind = lower_fps`):
+        /// an area covers a frame only when searched on that very frame, or
+        /// unchanged since it was searched; no follows or traces back (the
+        /// whole frame and the tiles find every face on every frame).
+        var strict = false
     }
 
     enum Kind: Equatable, CustomStringConvertible {
@@ -112,6 +117,9 @@ struct DetectionPlanner {
         var time: UInt64
         var blocks: [UInt8]
         var travel = Travel()
+        /// Strict mode: the areas vouching for this frame (searched on it, or
+        /// unchanged since they were searched on an earlier frame).
+        var covered: Set<Int> = []
     }
 
     /// How far the camera has moved since the recording started, in frame
@@ -223,11 +231,12 @@ struct DetectionPlanner {
         travel.x -= cameraShift.dx
         travel.y -= cameraShift.dy
         cameraSpeed = (cameraShift.dx * cameraShift.dx + cameraShift.dy * cameraShift.dy).squareRoot()
-        let frame = Frame(index: index, time: time, blocks: blocks, travel: travel)
-        frames.append(frame)
+        var frame = Frame(index: index, time: time, blocks: blocks, travel: travel)
         for i in areas.indices where areas[i].dirtySince == nil && changed(i, frame) {
             areas[i].dirtySince = index
         }
+        for i in areas.indices where areas[i].lastSearch != nil && areas[i].dirtySince == nil { frame.covered.insert(i) }
+        frames.append(frame)
     }
 
     /// The oldest frame left the delay line.
@@ -275,6 +284,7 @@ struct DetectionPlanner {
     func areaCovers(_ i: Int, _ index: Int) -> Bool {
         let a = areas[i]
         guard let last = a.lastSearch else { return false }
+        if settings.strict { return frame(index)?.covered.contains(i) ?? false }
         return last >= index || (a.dirtySince ?? Int.max) > index
     }
 
@@ -289,6 +299,7 @@ struct DetectionPlanner {
         for i in areas.indices {
             if !areaCovers(i, index) { return false }
         }
+        if settings.strict { return true }
         for follow in follows.values {
             if follow.born <= index, !follow.lost, follow.checkedThrough < index { return false }
             if let f = follow.frontier, f > index { return false }
@@ -357,7 +368,7 @@ struct DetectionPlanner {
             if due > newest.index { return draining ? newest.index : nil }
             return max(due, oldest.index)
         }
-        for (id, follow) in follows.sorted(by: { $0.key < $1.key }) {
+        for (id, follow) in follows.sorted(by: { $0.key < $1.key }) where !settings.strict {
             if let f = follow.frontier, f > oldest.index, !inFlight.contains(.follow(track: id, backwards: true)) {
                 // Backwards in the same steps as forwards (frames between are interpolated), one by one after a miss.
                 let t = max(oldest.index, f - (follow.backMisses > 0 ? 1 : followInterval(id)))
@@ -467,6 +478,13 @@ struct DetectionPlanner {
                 areas[i].lastSearch = pass.frame
                 areas[i].reference = pass.reference
                 areas[i].dirtySince = frames.first { $0.index > pass.frame && changed(i, $0) }?.index
+                // The frames held after it that did not change since are vouched for too.
+                for k in frames.indices where frames[k].index > pass.frame && frames[k].index < (areas[i].dirtySince ?? .max) {
+                    frames[k].covered.insert(i)
+                }
+            }
+            if let first = frames.first, pass.frame >= first.index, pass.frame - first.index < frames.count {
+                frames[pass.frame - first.index].covered.insert(i)
             }
             let assigned = tracker.update(detections: faces, time: frame.time)
             note(assigned, frame: pass.frame)

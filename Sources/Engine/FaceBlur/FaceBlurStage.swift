@@ -13,12 +13,15 @@ public struct FaceBlurSettings: Equatable, Sendable {
         /// completely has, besides the faces known, every part that no search
         /// confirmed pixelated in coarse cells.
         case pixelate
-        /// Record only frames searched completely: while the stage is behind
-        /// it takes in only every n-th frame (n grows while it stays behind,
-        /// shrinks once it caught up), and a frame still unsearched at its
-        /// deadline is not recorded. Frames not recorded are counted
-        /// (`allspark_privacy_frames_skipped_total`) and logged; the
-        /// recording keeps true timestamps, with fewer frames.
+        /// Record only frames searched completely, each by itself: the whole
+        /// frame and every tile on each frame that changed, no guessing
+        /// between searches. The stage takes in a frame only while the
+        /// detection threads have a free hand (fewer frames held than
+        /// threads); the others, and a frame still unsearched at its
+        /// deadline, are not recorded. A still scene keeps its full frame
+        /// rate; a moving one gets what the detector can search. Frames not
+        /// recorded are counted (`allspark_privacy_frames_skipped_total`)
+        /// and logged; the recording keeps true timestamps, with fewer frames.
         case lowerFPS = "lower_fps"
     }
 
@@ -104,6 +107,12 @@ public struct FaceBlurSettings: Equatable, Sendable {
         p.tileEvery = max(0, tileEvery)
         p.followEvery = max(1, followEvery)
         p.templateFollows = max(0, templateFollows)
+        if realTime, whenBehind == .lowerFPS {
+            // Every frame recorded is searched completely itself: whole frame and tiles on each frame that changed.
+            p.strict = true
+            p.wholeEvery = 1
+            p.tileEvery = tileEvery > 0 ? 1 : 0
+        }
         p.recheckEvery = max(1, recheckEvery)
         p.changeThreshold = max(1, changeThreshold)
         return p
@@ -209,9 +218,7 @@ public final class FaceBlurStage: FrameProcessor {
         public var wholeSeconds = 0.0, tileSeconds = 0.0, followSeconds = 0.0
     }
     private var countersStorage = Counters()
-    /// `lower_fps`: frames taken in are 1 in `admitEvery`; frames since the
-    /// last one taken in; the camera's motion over the frames not taken in (under `condition`).
-    private var admitEvery = 1, framesSinceAdmitted = 0
+    /// `lower_fps`: the camera's motion over the frames not taken in (under `condition`).
     private var skippedShift: (dx: Double, dy: Double) = (0, 0)
     /// Each followed face's template, cut where the network last found it (under `condition`).
     private var templates: [Int: FaceTemplate] = [:]
@@ -348,24 +355,10 @@ public final class FaceBlurStage: FrameProcessor {
         return finish(ready)
     }
 
-    /// Under the lock, `lower_fps`: whether to take in this frame. While the
-    /// oldest frame held has waited more than half its deadline, only every
-    /// `admitEvery`-th frame is taken in (one more each time a frame taken in
-    /// finds the stage still behind, up to 8); below a quarter, one fewer.
-    /// Fewer frames in means fewer searches owed: the stage catches up, and
-    /// the frames it records are searched completely.
-    private func admit() -> Bool {
-        let waited = queue.first.map { Self.now() &- $0.arrival } ?? 0
-        framesSinceAdmitted += 1
-        guard framesSinceAdmitted >= admitEvery else { return false }
-        framesSinceAdmitted = 0
-        if waited > settings.maxLatencyNs / 2 {
-            admitEvery = min(8, admitEvery + 1)
-        } else if waited < settings.maxLatencyNs / 4 {
-            admitEvery = max(1, admitEvery - 1)
-        }
-        return true
-    }
+    /// Under the lock, `lower_fps`: whether to take in this frame: only while
+    /// fewer frames are held than there are detection threads, so that each
+    /// frame taken in is searched completely right away.
+    private func admit() -> Bool { queue.count < max(1, settings.workers) }
 
     /// Under the lock: one more frame not recorded because the stage is behind (`lower_fps`).
     private func noteSkipped() {
@@ -373,7 +366,7 @@ public final class FaceBlurStage: FrameProcessor {
         metrics.skipped.increment()
         let n = countersStorage.skipped
         if n == 1 || n % 100 == 0 {
-            logger.warning("face detection is behind: \(n) frames so far not recorded, so that every frame recorded is searched completely (privacy.when_behind = \"lower_fps\"; taking in 1 frame in \(admitEvery) now)")
+            logger.warning("face detection is behind: \(n) frames so far not recorded, so that every frame recorded is searched completely (privacy.when_behind = \"lower_fps\")")
         }
     }
 

@@ -177,4 +177,31 @@ final class DetectionPlannerTests: XCTestCase {
         XCTAssertTrue(kinds.contains { $0.template } && kinds.contains { !$0.template })
         XCTAssertTrue((0...36).allSatisfy(p.isSettled))
     }
+
+    /// `when_behind = lower_fps`: a frame counts as searched only when it was
+    /// searched itself (or did not change since); a later search does not
+    /// vouch for it, and nothing is followed between searches.
+    func testStrictModeVouchesOnlyForFramesSearchedThemselves() {
+        var s = DetectionPlanner.Settings()
+        s.strict = true
+        s.wholeEvery = 1
+        s.tileEvery = 1
+        s.tileWidth = 192
+        s.tileHeight = 128
+        var p = DetectionPlanner(settings: s, tracker: FaceTracker(), width: Self.width, height: Self.height)
+        add(&p, 0)
+        let face = FaceRect(x: 100, y: 60, width: 40, height: 48)
+        runDue(&p) { $0.kind == .whole ? [face] : [] }
+        XCTAssertTrue(p.isSettled(0))
+        for i in 1...3 { add(&p, i, [(i, 1)]) }   // something changes on every frame
+        XCTAssertFalse(p.isSettled(1))
+        let ran = runDue(&p) { $0.kind == .whole ? [face] : [] }
+        XCTAssertFalse(ran.contains { if case .follow = $0.kind { return true } else { return false } }, "nothing is followed: \(ran.map(\.kind))")
+        XCTAssertEqual(Set(ran.filter { $0.kind == .whole }.map(\.frame)), [1, 2, 3], "each changed frame searched whole itself")
+        XCTAssertTrue((0...3).allSatisfy(p.isSettled), "\((0...3).map(p.isSettled)) \(ran.map { "\($0.kind)@\($0.frame)" })")
+        // Unchanged since frame 3 was searched: vouched for without another search.
+        add(&p, 4, [(3, 1)])
+        XCTAssertTrue(p.isSettled(4))
+        XCTAssertTrue(runDue(&p).isEmpty)
+    }
 }
