@@ -588,7 +588,7 @@ public final class FaceBlurStage: FrameProcessor {
                 }
                 if planner != nil, job.generation == plannerGeneration {
                     let sightings = planner?.record(job.pass, found: found) ?? []
-                    if settings.templateFollows > 0 { keepTemplates(of: sightings, frame: job.pass.frame) }
+                    if settings.templateFollows > 0, planner?.settings.strict == false { keepTemplates(of: sightings, frame: job.pass.frame) }
                     switch job.pass.kind {
                     case .whole:
                         countersStorage.wholeFramePasses += 1
