@@ -42,6 +42,12 @@ import Foundation
 /// not keep up): `unconfirmedCells` says which parts of it no search vouches
 /// for, so that the stage hides those and nothing more.
 ///
+/// Forward follows may be answered by the face's template instead of the
+/// network (`Pass.mayUseTemplate`, at most `templateFollows` in a row; the
+/// stage decides whether the template matched). `strict` (live
+/// `when_behind = lower_fps`) settles a frame only on searches of that very
+/// frame, with no follows: every frame recorded was searched completely.
+///
 /// Pure logic over frame indices, block means and the tracker; the stage
 /// runs it under its lock and does the detections.
 struct DetectionPlanner {

@@ -158,6 +158,11 @@ public struct FaceBlurSettings: Equatable, Sendable {
 ///   coarse cells; the parts a search confirmed stay sharp. Such frames
 ///   and the share of their area hidden are counted and logged. A fixed
 ///   camera loses only the moving parts; a moving camera the whole frame.
+/// - Live, a forward follow may be answered by the face's template
+///   (`FaceTemplate`, about a hundredth of a network run; at most
+///   `templateFollows` in a row), which keeps a crowd within the detector's
+///   budget. `whenBehind = .lowerFPS` instead records only frames searched
+///   completely by themselves, taking in frames while a detection thread is free.
 /// - A detector error makes the stage black out every frame from then on,
 ///   with a critical log line. A missing model fails `init` (the recorder
 ///   refuses to record).
