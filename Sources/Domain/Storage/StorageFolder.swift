@@ -143,6 +143,9 @@ public struct StorageFolder: Sendable {
     /// `permissions`: the file's mode (0o600 for a secret), set before a byte is written.
     public func writeAtomically(_ data: Data, as name: String, permissions: mode_t = 0o644) throws {
         let target = try path(name)
+        // Registered before the temporary exists, so that no clean-up sees it unregistered.
+        Self.beingWritten.insert(target)
+        defer { Self.beingWritten.remove(target) }
         let (fd, temporary) = try Self.createExclusive(in: directory.path, permissions: permissions) { Self.temporaryName(for: name, random: $0) }
         var ok = false
         defer {
@@ -214,7 +217,8 @@ public struct StorageFolder: Sendable {
     @discardableResult
     public func removeStaleTemporaries(of targets: [String]) -> [String] {
         var removed: [String] = []
-        for name in names() where targets.contains(where: { Self.isTemporary(name, of: $0) }) {
+        for name in names() {
+            guard let target = targets.first(where: { Self.isTemporary(name, of: $0) }), !isBeingWritten(target) else { continue }
             guard case .file = entry(name), (try? remove(name)) != nil else { continue }
             removed.append(name)
         }
@@ -230,7 +234,7 @@ public struct StorageFolder: Sendable {
         for name in names() where name.hasPrefix(".") {
             guard let marker = name.range(of: Self.temporaryMarker, options: .backwards) else { continue }
             let target = String(name[name.index(after: name.startIndex)..<marker.lowerBound])
-            guard isTarget(target), Self.isTemporary(name, of: target),
+            guard isTarget(target), Self.isTemporary(name, of: target), !isBeingWritten(target),
                   case .file = entry(name), (try? remove(name)) != nil else { continue }
             removed.append(name)
         }
@@ -245,6 +249,27 @@ public struct StorageFolder: Sendable {
         let (fd, path) = try Self.createExclusive(in: directory.path) { Self.temporaryName(for: name, random: $0) }
         close(fd)
         return (path as NSString).lastPathComponent
+    }
+
+    /// Files this process is writing atomically now (full target paths): a
+    /// clean-up of stale temporaries (a catalog reconcile at the recorder's
+    /// start) must not pull a temporary from under its writer, as it once did
+    /// to the server's settings arriving at that moment (the rename then
+    /// failed and the settings were not kept for the next start).
+    private static let beingWritten = PathCounts()
+
+    /// Whether `target` (a name in this folder) is being written atomically by this process.
+    private func isBeingWritten(_ target: String) -> Bool {
+        Self.beingWritten.contains((try? path(target)) ?? "")
+    }
+
+    /// Paths shared by every thread, counted (two writers of one file at once).
+    private final class PathCounts: @unchecked Sendable {
+        private let lock = NSLock()
+        private var counts: [String: Int] = [:]
+        func insert(_ path: String) { lock.withLock { counts[path, default: 0] += 1 } }
+        func remove(_ path: String) { lock.withLock { counts[path] = (counts[path] ?? 1) > 1 ? counts[path]! - 1 : nil } }
+        func contains(_ path: String) -> Bool { lock.withLock { counts[path] != nil } }
     }
 
     static func isTemporary(_ name: String, of target: String) -> Bool {

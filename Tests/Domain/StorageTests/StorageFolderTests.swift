@@ -104,6 +104,30 @@ final class StorageFolderTests: FolderWithOutsideTestCase {
         assertIntact(target)
     }
 
+    /// A clean-up of stale temporaries running while this process writes a
+    /// file atomically (a server's settings arriving as the recorder starts
+    /// and reconciles its folder) must leave the writer's temporary alone:
+    /// it once pulled it away and the rename failed (seen in a full test run).
+    func testACleanUpNeverTakesATemporaryBeingWritten() throws {
+        let storage = StorageFolder(folder)
+        let data = Data(repeating: 7, count: 256 * 1024)
+        let done = DispatchSemaphore(value: 0)
+        var failures: [String] = []
+        DispatchQueue.global().async {
+            for _ in 0..<300 {
+                do { try storage.writeAtomically(data, as: StorageLayout.serverSettingsFileName) } catch { failures.append("\(error)") }
+            }
+            done.signal()
+        }
+        var cleanUps = 0
+        while done.wait(timeout: .now()) == .timedOut {
+            _ = storage.removeStaleTemporaries(of: StorageLayout.atomicallyWritten)
+            cleanUps += 1
+        }
+        XCTAssertEqual(failures, [], "every write completed while \(cleanUps) clean-ups ran")
+        XCTAssertEqual(try Data(contentsOf: folder.appendingPathComponent(StorageLayout.serverSettingsFileName)), data)
+    }
+
     func testNeighboursNeverOverlapAfterRepairOrIndexing() throws {
         let catalog = try ChunkCatalog(directory: folder)
         // Live chunks keep full precision; a chunk indexed from its file has its start truncated to the ms.
