@@ -219,34 +219,22 @@ public enum SettingsRules {
         var accepted = change
         var clamped: [SettingsClamp] = []
         var refused: [SettingsRefusal] = []
-        if let ms = change.chunkDurationMs {
-            let limits = ConfigLimits.chunkDurationMs
-            if !limits.contains(ms) {
-                refused.append(SettingsRefusal(.chunkDuration, ms, limits: limits))
-                accepted.chunkDurationMs = nil
-            } else if source.isServer {
-                let used = bounds.clampChunkDuration(ms)
-                if used != ms {
-                    clamped.append(SettingsClamp(field: .chunkDuration, asked: ms, used: used,
-                                                 bounds: "server.min_chunk_ms \(bounds.minChunkMs) … server.max_chunk_ms \(bounds.maxChunkMs)"))
-                    accepted.chunkDurationMs = used
-                }
+        /// A whole-number field: refused outside its hard limits; from a server, clamped into `[server]`'s bounds.
+        func checkBounded(_ key: WritableKeyPath<SettingsChange, Int?>, _ field: SettingsField, limits: ClosedRange<Int>,
+                          clamp: (Int) -> Int, bounds text: String) {
+            guard let asked = change[keyPath: key] else { return }
+            if !limits.contains(asked) {
+                refused.append(SettingsRefusal(field, asked, limits: limits))
+                accepted[keyPath: key] = nil
+            } else if source.isServer, clamp(asked) != asked {
+                clamped.append(SettingsClamp(field: field, asked: asked, used: clamp(asked), bounds: text))
+                accepted[keyPath: key] = clamp(asked)
             }
         }
-        if let mb = change.bufferMaxMB {
-            let limits = ConfigLimits.bufferMaxMB
-            if !limits.contains(mb) {
-                refused.append(SettingsRefusal(.bufferMax, mb, limits: limits))
-                accepted.bufferMaxMB = nil
-            } else if source.isServer {
-                let used = bounds.clampBuffer(mb)
-                if used != mb {
-                    clamped.append(SettingsClamp(field: .bufferMax, asked: mb, used: used,
-                                                 bounds: "server.min_buffer_mb \(bounds.minBufferMB) … server.max_buffer_mb \(bounds.maxBufferMB)"))
-                    accepted.bufferMaxMB = used
-                }
-            }
-        }
+        checkBounded(\.chunkDurationMs, .chunkDuration, limits: ConfigLimits.chunkDurationMs, clamp: bounds.clampChunkDuration,
+                     bounds: "server.min_chunk_ms \(bounds.minChunkMs) … server.max_chunk_ms \(bounds.maxChunkMs)")
+        checkBounded(\.bufferMaxMB, .bufferMax, limits: ConfigLimits.bufferMaxMB, clamp: bounds.clampBuffer,
+                     bounds: "server.min_buffer_mb \(bounds.minBufferMB) … server.max_buffer_mb \(bounds.maxBufferMB)")
         if let fps = change.framerate {
             let limits = ConfigLimits.framerate
             if !fps.isFinite || !limits.contains(fps) {
