@@ -74,19 +74,22 @@ final class ConsolePlaybackTests: XCTestCase {
                       "playback went on into the next chunk: \(text("playing.name"))")
         XCTAssertGreaterThan(try XCTUnwrap(try js("chosen") as? Double), clicked + 1000, "the moment shown moved past the boundary")
 
-        // Seeking across a boundary: a click further on loads that chunk and plays from there.
-        // (Chunks last 1 s here: under load the page may be on into the next one before a poll sees
-        // chunk 6 playing, so the chunks that played are recorded as they play.)
+        // Seeking across a boundary: a click further on loads that chunk and plays on from there.
+        // The page's choice is checked as it is made; what plays is recorded as it plays (chunks last
+        // 1 s here: on a loaded machine the player may be on into the next chunk before it reports a
+        // time past the seek point in the one clicked).
         let later = (chunks[6].start + 0.2) * 1000
-        _ = try js("""
+        let loaded = try js("""
             window.playedAfterSeek = []; document.getElementById('player').addEventListener('timeupdate', () => {
               const name = playing && playing.name;
               if (document.getElementById('player').currentTime > 0.2 && window.playedAfterSeek.at(-1) !== name) window.playedAfterSeek.push(name); });
-            playAt(\(later)); true
-            """)
+            playAt(\(later)); playing.name
+            """) as? String
+        XCTAssertEqual(loaded, chunks[6].file, "the chunk clicked is the one loaded")
         XCTAssertTrue(browser.wait(15, until: "window.playedAfterSeek.length > 0"), "played after the seek: \(text(playerState))")
-        XCTAssertEqual(try js("window.playedAfterSeek[0]") as? String, chunks[6].file,
-                       "played from the chunk clicked, not on from before: \(text("JSON.stringify(window.playedAfterSeek)"))")
+        let playedFirst = try js("window.playedAfterSeek[0]") as? String
+        XCTAssertTrue([chunks[6].file, chunks[7].file].contains(playedFirst ?? ""),
+                      "played from the chunk clicked, not on from before: \(text("JSON.stringify(window.playedAfterSeek)"))")
 
         // Thumbnails of the hour come from the recorded chunks.
         XCTAssertTrue(browser.wait(20, until: "[...document.querySelectorAll('#thumbs img')].some((i) => i.complete && i.naturalWidth === 320)"),
