@@ -173,10 +173,23 @@ struct ErrorAnswer: Encodable {
 }
 
 enum ConsoleJSON {
+    /// Times carry milliseconds: chunks start and end on frames, not on whole seconds, and a
+    /// page that placed them on whole seconds played the chunk after the moment clicked.
+    /// (ISO8601DateFormatter is thread-safe.)
+    private static let millisecondTimes: ISO8601DateFormatter = {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return formatter
+    }()
+    private static let wholeSecondTimes = ISO8601DateFormatter()
+
     static let encoder: JSONEncoder = {
         let encoder = JSONEncoder()
         encoder.keyEncodingStrategy = .convertToSnakeCase
-        encoder.dateEncodingStrategy = .iso8601
+        encoder.dateEncodingStrategy = .custom { date, encoder in
+            var container = encoder.singleValueContainer()
+            try container.encode(millisecondTimes.string(from: date))
+        }
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return encoder
     }()
@@ -184,7 +197,14 @@ enum ConsoleJSON {
     static let decoder: JSONDecoder = {
         let decoder = JSONDecoder()
         decoder.keyDecodingStrategy = .convertFromSnakeCase
-        decoder.dateDecodingStrategy = .iso8601
+        decoder.dateDecodingStrategy = .custom { decoder in
+            let container = try decoder.singleValueContainer()
+            let text = try container.decode(String.self)
+            guard let date = millisecondTimes.date(from: text) ?? wholeSecondTimes.date(from: text) else {
+                throw DecodingError.dataCorruptedError(in: container, debugDescription: "not an ISO 8601 time: \(text)")
+            }
+            return date
+        }
         return decoder
     }()
 }

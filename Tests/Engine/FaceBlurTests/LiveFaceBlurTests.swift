@@ -115,8 +115,9 @@ final class LiveFaceBlurTests: XCTestCase {
         return (url, frames, faces)
     }
 
-    /// Plays `clip` live through the recorder with face blur and `detector`; returns the stage's counters and the recorded frames.
-    func recordLive(_ clip: URL, seconds: Double, extra: [String] = [],
+    /// Plays the first `frames` of `clip` live through the recorder with face blur and `detector`
+    /// (waiting for them to be captured, however loaded the machine); returns the stage's counters and the recorded frames.
+    func recordLive(_ clip: URL, frames count: Int, extra: [String] = [],
                     detector: @escaping (FaceBlurSettings) throws -> any FaceDetecting) throws -> (FaceBlurStage.Counters, [RawImage]) {
         let storage = TemporaryDirectory()
         let config = try testConfig(storage: storage.path, extra: [
@@ -125,7 +126,7 @@ final class LiveFaceBlurTests: XCTestCase {
         ] + extra)
         let (recorder, stages) = try recorderWithStages(config, makeDetector: detector)
         try recorder.start()
-        runMainLoop(seconds: seconds)
+        XCTAssertTrue(waitOnMainLoop(60) { recorder.frameStatistics.captured >= count }, "\(count) frames captured: \(recorder.frameStatistics)")
         XCTAssertTrue(stopAndWait(recorder))
         XCTAssertEqual(recorder.frameStatistics.captured, recorder.frameStatistics.recorded, "every captured frame is recorded")
         var frames: [RawImage] = []
@@ -137,7 +138,7 @@ final class LiveFaceBlurTests: XCTestCase {
         let dir = TemporaryDirectory()
         let (clip, input, faces) = try walkingFaceClip(in: dir)
         // Every search takes 120 ms more and a frame may wait 400 ms: the stage cannot keep up.
-        let (counters, output) = try recordLive(clip, seconds: 5.5, extra: ["privacy.max_latency_ms=400"]) {
+        let (counters, output) = try recordLive(clip, frames: Self.clipFrames, extra: ["privacy.max_latency_ms=400"]) {
             try ImpairedDetector($0, delay: 0.12)
         }
         XCTAssertGreaterThan(counters.late, 20, "the detector was too slow: \(counters)")
@@ -170,7 +171,7 @@ final class LiveFaceBlurTests: XCTestCase {
     func testADetectorThatFailsBlacksOutEverythingAfter() throws {
         let dir = TemporaryDirectory()
         let (clip, _, _) = try walkingFaceClip(in: dir)
-        let (counters, output) = try recordLive(clip, seconds: 4) { try ImpairedDetector($0, delay: 0, failAfter: 12) }
+        let (counters, output) = try recordLive(clip, frames: 120) { try ImpairedDetector($0, delay: 0, failAfter: 12) }
         XCTAssertGreaterThan(counters.blackedOut, 30, "\(counters)")
         // Once black, black to the end: no frame after the failure shows anything.
         let black = output.map { frame in frame.y.allSatisfy { $0 <= 24 } }

@@ -290,7 +290,7 @@ final class ConsoleContractTests: XCTestCase {
         XCTAssertFalse(waiting.contains { $0["name"] as? String == inFlight["name"] as? String })
         let watches = busy["watches"] as? [[String: Any]] ?? []
         XCTAssertEqual(watches.count, 1, "the range reaches past the chunk being written: \(busy)")
-        XCTAssertEqual(watches.first?["to"] as? String, Self.iso(future))
+        XCTAssertEqual(OpenAPIContract.dateTime(watches.first?["to"] as? String ?? "")?.timeIntervalSince1970, future)
         XCTAssertEqual((busy["finished"] as? [Any])?.count, expected.count, "the history stays")
         // Chunks keep finishing into the watched range, so the count only grows from what the queue showed.
         let busyMetrics = try request("/metrics", auth).text

@@ -85,7 +85,9 @@ final class ConsolePlaybackTests: XCTestCase {
               if (document.getElementById('player').currentTime > 0.2 && window.playedAfterSeek.at(-1) !== name) window.playedAfterSeek.push(name); });
             playAt(\(later)); playing.name
             """) as? String
-        XCTAssertEqual(loaded, chunks[6].file, "the chunk clicked is the one loaded")
+        XCTAssertEqual(loaded, chunks[6].file, """
+            the chunk clicked is the one loaded: moment \(later), catalog \(chunks[5...7].map { "\($0.file) \($0.start * 1000)…\($0.end * 1000)" }),             page \(text("JSON.stringify(dayChunks.filter((c) => Math.abs(c.startMs - \(later)) < 3000).map((c) => [c.name, c.startMs, c.endMs]))"))
+            """)
         XCTAssertTrue(browser.wait(15, until: "window.playedAfterSeek.length > 0"), "played after the seek: \(text(playerState))")
         let playedFirst = try js("window.playedAfterSeek[0]") as? String
         XCTAssertTrue([chunks[6].file, chunks[7].file].contains(playedFirst ?? ""),

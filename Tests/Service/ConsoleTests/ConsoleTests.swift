@@ -128,7 +128,11 @@ final class ConsoleTests: XCTestCase {
         let catalog = try XCTUnwrap(service.recorder?.catalog)
         XCTAssertEqual(chunks.compactMap { $0["name"] as? String }, catalog.chunks(from: Date().timeIntervalSince1970 - 3600).map(\.file))
         let first = try XCTUnwrap(catalog.all.first)
-        XCTAssertEqual(chunks.first?["start"] as? String, ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: first.start)))
+        // To the millisecond: chunks start on frames, not on whole seconds.
+        let milliseconds = ISO8601DateFormatter()
+        milliseconds.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        XCTAssertEqual(chunks.first?["start"] as? String, milliseconds.string(from: Date(timeIntervalSince1970: first.start)))
+        XCTAssertEqual(milliseconds.date(from: chunks.first?["start"] as? String ?? "")?.timeIntervalSince1970 ?? 0, first.start, accuracy: 0.0011)
         let local = try Data(contentsOf: catalog.url(of: first))
         let whole = try request("/api/v1/chunks/\(first.file)", ["-u", "admin:\(password)"])
         XCTAssertEqual(whole.status, 200)
