@@ -39,10 +39,14 @@ public final class HeadlessBrowser {
         process.standardError = handle
         try process.run()
         // Chromium writes the port it chose into the profile once it listens.
+        // The file can exist before its text is written: wait for a port in it.
         let portFile = profile.file("DevToolsActivePort")
-        guard waitOnMainLoop(30, until: { FileManager.default.fileExists(atPath: portFile.path) }),
-              let text = try? String(contentsOf: portFile, encoding: .utf8),
-              let port = text.split(separator: "\n").first.flatMap({ Int($0) }) else {
+        var port: Int?
+        guard waitOnMainLoop(30, until: {
+                  port = (try? String(contentsOf: portFile, encoding: .utf8))?.split(separator: "\n").first.flatMap { Int($0) }
+                  return port != nil
+              }),
+              let port else {
             throw BrowserError("chromium did not start: \((try? String(contentsOf: log, encoding: .utf8)) ?? "")")
         }
         let pageURL = try Self.firstPage(port: port)
