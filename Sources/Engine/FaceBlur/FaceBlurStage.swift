@@ -1,4 +1,5 @@
 import CoreMetrics
+import FaceDetectorSupport
 import Foundation
 import GStreamerSupport
 import Logging
@@ -276,8 +277,20 @@ public final class FaceBlurStage: FrameProcessor {
         self.realTime = realTime
         self.logger = logger
         self.metrics = StageMetrics(factory: metrics)
-        let make = makeDetector ?? { try FaceDetector(modelPath: $0.modelPath, threads: $0.threads) }
-        detectors = try (0..<max(1, settings.workers)).map { _ in try make(settings) }
+        // The detection threads load and drop networks whose activations are
+        // tens of MB, and free on one thread what another allocated: with
+        // glibc's per-thread arenas and rising mmap threshold that memory
+        // stayed with the process (peak RSS well above what was in use).
+        // Blocks from the size of the large activations up are mapped on their own.
+        ProcessHeap.limitGrowth(mmapThreshold: 4 << 20)
+        let workers = max(1, settings.workers)
+        // By default the detection threads share one set of networks: each
+        // thread's own would keep every input size's activations per thread.
+        let make: (FaceBlurSettings) throws -> any FaceDetecting = try makeDetector ?? {
+            let shared = try FaceDetector.SharedNets(modelPath: settings.modelPath, threads: settings.threads, sharers: workers)
+            return { _ in try FaceDetector(sharing: shared) }
+        }()
+        detectors = try (0..<workers).map { _ in try make(settings) }
         runningWorkers = detectors.count
         for (i, detector) in detectors.enumerated() {
             let thread = Thread { [weak self] in self?.detectionLoop(detector) }

@@ -66,17 +66,47 @@ public final class FaceDetector: FaceDetecting {
 
     /// Loads the model; throws with the reason when it is missing or unreadable.
     public init(modelPath: String, threads: Int = 2) throws {
+        try Self.checkReadable(modelPath)
+        do {
+            net = try CenterFaceNet(modelPath: modelPath, threads: threads)
+        } catch {
+            throw FaceDetectorError(description: "cannot load the face model \(modelPath): \(error)")
+        }
+    }
+
+    /// Networks shared by the detectors of one stage (`FaceDetector(sharing:)`):
+    /// each detection thread borrows the network of the input size it needs,
+    /// so the large inputs' activations are not kept once per thread.
+    public final class SharedNets: @unchecked Sendable {
+        fileprivate let nets: CenterFaceNet.Shared
+
+        /// Loads the model for `sharers` detectors that detect at once.
+        public init(modelPath: String, threads: Int = 2, sharers: Int) throws {
+            try FaceDetector.checkReadable(modelPath)
+            do {
+                nets = try CenterFaceNet.Shared(modelPath: modelPath, threads: threads, sharers: max(1, sharers))
+            } catch {
+                throw FaceDetectorError(description: "cannot load the face model \(modelPath): \(error)")
+            }
+        }
+    }
+
+    /// A detector borrowing its networks from `shared` (same detections as its own would give).
+    public init(sharing shared: SharedNets) throws {
+        do {
+            net = try CenterFaceNet(sharing: shared.nets)
+        } catch {
+            throw FaceDetectorError(description: "cannot make a face detector: \(error)")
+        }
+    }
+
+    private static func checkReadable(_ modelPath: String) throws {
         guard FileManager.default.isReadableFile(atPath: modelPath) else {
             // Present but not readable is a permissions problem, not a missing install.
             if FileManager.default.fileExists(atPath: modelPath) {
                 throw FaceDetectorError(description: "the face model \(modelPath) is not readable by this user (uid \(getuid())): check its permissions and those of its folders (e.g. chmod 644 \(modelPath))")
             }
             throw FaceDetectorError(description: "the face model \(modelPath) is missing; scripts/setup installs it (scripts/fetch-face-model)")
-        }
-        do {
-            net = try CenterFaceNet(modelPath: modelPath, threads: threads)
-        } catch {
-            throw FaceDetectorError(description: "cannot load the face model \(modelPath): \(error)")
         }
     }
 

@@ -29,6 +29,60 @@ final class FaceDetectionTests: XCTestCase {
         }
     }
 
+    /// Detectors sharing their networks (the stage's detection threads)
+    /// find exactly what a detector with its own networks finds, at every
+    /// input size the stage uses, also while they run side by side and the
+    /// shared set drops and reloads sizes (one sharer: room for one large
+    /// network only, so every change of size reloads).
+    func testSharedNetworksDetectExactlyAsOwnOnes() throws {
+        let group = try XCTUnwrap(decodeFrames(try testAsset("t1.jpg")).first)
+        let (w, h) = (group.width, group.height)
+        // Whole frame stretched to 640 wide, two tiles and a follow-sized square, as the stage's passes.
+        let passes: [(region: FaceRect, input: (width: Int, height: Int), keepAspect: Bool)] = [
+            (FaceRect(x: 0, y: 0, width: Double(w), height: Double(h)),
+             FaceDetector.inputSize(forRegionWidth: w, height: h, inputWidth: 640), false),
+            (FaceRect(x: 0, y: 0, width: 480, height: 416), (480, 416), true),
+            (FaceRect(x: Double(w - 480), y: Double(h - 416), width: 480, height: 416), (480, 416), true),
+            (FaceRect(x: 300, y: 100, width: 300, height: 300), (96, 96), true),
+        ]
+        func run(_ detector: FaceDetector, _ pass: Int) throws -> [FaceDetection] {
+            let p = passes[pass]
+            return try group.y.withUnsafeBufferPointer {
+                try detector.detect(luma: $0.baseAddress!, width: w, height: h, stride: w, region: p.region,
+                                    input: p.input, keepAspect: p.keepAspect, threshold: 0.3)
+            }
+        }
+        func same(_ a: [FaceDetection], _ b: [FaceDetection]) -> Bool {
+            a.count == b.count && zip(a, b).allSatisfy { $0.rect == $1.rect && $0.score == $1.score }
+        }
+        // One OpenCV thread for both, as the stage (the thread count is
+        // process-wide and changes the sums' order, so the last bits of scores).
+        let own = try FaceDetector(modelPath: faceModelPath, threads: 1)
+        let expected = try passes.indices.map { try run(own, $0) }
+        XCTAssertGreaterThanOrEqual(expected[0].count, 5, "the group photo's faces, whole frame: \(expected[0].map(\.rect))")
+
+        let shared = try FaceDetector.SharedNets(modelPath: faceModelPath, threads: 1, sharers: 1)
+        let detectors = try (0..<2).map { _ in try FaceDetector(sharing: shared) }
+        // One after the other: each size change drops the large network loaded before.
+        for round in 0..<2 {
+            for i in passes.indices {
+                XCTAssertTrue(same(try run(detectors[(i + round) % 2], i), expected[i]), "pass \(i), round \(round)")
+            }
+        }
+        // Side by side, in different orders.
+        let mismatches = NSLock()
+        var wrong: [String] = []
+        DispatchQueue.concurrentPerform(iterations: 2) { t in
+            for k in 0..<(3 * passes.count) {
+                let i = t == 0 ? k % passes.count : passes.count - 1 - k % passes.count
+                let found = Result { try run(detectors[t], i) }
+                if case .success(let faces) = found, same(faces, expected[i]) { continue }
+                mismatches.withLock { wrong.append("thread \(t) pass \(i): \(found)") }
+            }
+        }
+        XCTAssertEqual(wrong, [])
+    }
+
     func testMissingModelIsAClearError() {
         XCTAssertThrowsError(try FaceDetector(modelPath: "/nonexistent/centerface.onnx")) { error in
             XCTAssertTrue("\(error)".contains("/nonexistent/centerface.onnx is missing"), "\(error)")

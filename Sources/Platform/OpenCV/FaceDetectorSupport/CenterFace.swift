@@ -38,6 +38,29 @@ public final class CenterFaceNet {
         case keepAspect
     }
 
+    /// Networks that several `CenterFaceNet`s borrow from, one detection at
+    /// a time: a thread runs one network at a time, so the instances of the
+    /// detection threads need not each keep every input size's activations.
+    /// The networks kept add up to at most `sharers` times the largest input
+    /// area asked for (the largest idle ones are let go first); detections
+    /// are the same as with an instance's own networks.
+    ///
+    /// Threading: the instances sharing it may run on different threads at once.
+    public final class Shared: @unchecked Sendable {
+        fileprivate let handle: OpaquePointer
+
+        /// Loads the ONNX model; `sharers`: how many instances detect at once.
+        public init(modelPath: String, threads: Int, sharers: Int) throws {
+            var err = [CChar](repeating: 0, count: 512)
+            guard let handle = afd_pool_create(modelPath, Int32(threads), Int32(sharers), &err, err.count) else {
+                throw CenterFaceError(description: String(cString: err))
+            }
+            self.handle = handle
+        }
+
+        deinit { afd_pool_free(handle) }
+    }
+
     private let handle: OpaquePointer
 
     /// Loads the ONNX model. `threads` > 0 sets OpenCV's thread count, which
@@ -45,6 +68,15 @@ public final class CenterFaceNet {
     public init(modelPath: String, threads: Int) throws {
         var err = [CChar](repeating: 0, count: 512)
         guard let handle = afd_create(modelPath, Int32(threads), &err, err.count) else {
+            throw CenterFaceError(description: String(cString: err))
+        }
+        self.handle = handle
+    }
+
+    /// An instance borrowing its networks from `shared`.
+    public init(sharing shared: Shared) throws {
+        var err = [CChar](repeating: 0, count: 512)
+        guard let handle = afd_create_shared(shared.handle, &err, err.count) else {
             throw CenterFaceError(description: String(cString: err))
         }
         self.handle = handle
@@ -66,6 +98,18 @@ public final class CenterFaceNet {
                        &faces, Int32(faces.count), &err, err.count)
         guard n >= 0 else { throw CenterFaceError(description: String(cString: err)) }
         return faces.prefix(Int(n)).map { Face(x: $0.x, y: $0.y, width: $0.width, height: $0.height, score: $0.score) }
+    }
+}
+
+/// The process's malloc (glibc) tuned for detection threads that load and
+/// drop large networks: see `afd_limit_heap_growth`.
+public enum ProcessHeap {
+    /// No new per-thread arenas, and blocks of `mmapThreshold` bytes or more
+    /// mapped on their own (given back when freed). Process-wide; false where
+    /// unsupported.
+    @discardableResult
+    public static func limitGrowth(mmapThreshold: Int) -> Bool {
+        afd_limit_heap_growth(max(0, mmapThreshold)) == 0
     }
 }
 

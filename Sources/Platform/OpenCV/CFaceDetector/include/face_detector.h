@@ -4,7 +4,8 @@
  * face_detector.cpp.
  *
  * Threading: an afd_detector is NOT thread-safe; use one per thread (or
- * serialise calls). afd_pixelate_plane is reentrant.
+ * serialise calls); detectors sharing an afd_pool may run side by side.
+ * afd_pixelate_plane is reentrant.
  */
 #ifndef ALLSPARK_FACE_DETECTOR_H
 #define ALLSPARK_FACE_DETECTOR_H
@@ -30,6 +31,22 @@ typedef struct {
    Returns NULL on failure, with a human-readable reason in err
    (err may be NULL; it is always NUL-terminated when err_len > 0). */
 afd_detector *afd_create(const char *model_path, int threads, char *err, size_t err_len);
+
+/* Nets shared by several detectors (e.g. one per detection thread): each
+   detector borrows an idle net of the input size it needs for one detection.
+   The nets kept add up to at most `sharers` times the largest input area
+   asked for (sharers: how many detectors run at once), largest idle nets
+   dropped first; a dropped size is loaded again when wanted. Results are
+   the same as with a detector's own nets. threads: as for afd_create.
+   The pool may be freed before its detectors (they keep what they use).
+   Returns NULL on failure, with the reason in err. */
+typedef struct afd_pool afd_pool;
+afd_pool *afd_pool_create(const char *model_path, int threads, int sharers, char *err, size_t err_len);
+void afd_pool_free(afd_pool *pool);
+
+/* A detector borrowing its nets from `pool` (thread-safe across the
+   detectors of one pool; each detector still belongs to one thread). */
+afd_detector *afd_create_shared(afd_pool *pool, char *err, size_t err_len);
 
 /* Detect faces on an 8-bit luma plane (e.g. the Y plane of I420/NV12).
    The luma is replicated to the model's 3 input channels.
@@ -65,6 +82,13 @@ int afd_detect_gray_fit(afd_detector *d, const uint8_t *luma, int width, int hei
    with out_w = ceil(width / block) and out_h = ceil(height / block)
    (out holds out_w * out_h bytes). Returns 0, or -1 on invalid arguments. */
 int afd_block_means(const uint8_t *plane, int width, int height, int stride, int block, uint8_t *out);
+
+/* Process-wide (glibc malloc): no new per-thread arenas, and blocks of at
+   least mmap_threshold bytes mapped on their own, so that what the
+   detection threads free (a dropped net's activations) goes back to the
+   system or to any thread instead of staying in one thread's arena.
+   Returns 0, or -1 where it is not supported (not glibc). */
+int afd_limit_heap_growth(size_t mmap_threshold);
 
 /* Free a detector (NULL is fine). */
 void afd_free(afd_detector *d);
