@@ -23,10 +23,42 @@ public final class TemporaryDirectory {
     public init(_ prefix: String = "allspark-test") {
         url = FileManager.default.temporaryDirectory.appendingPathComponent("\(prefix)-\(UUID().uuidString.prefix(8))")
         try! FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        FoldersLeftAtExit.add(url)
     }
     public var path: String { url.path }
     public func file(_ name: String) -> URL { url.appendingPathComponent(name) }
-    deinit { try? FileManager.default.removeItem(at: url) }
+    deinit {
+        try? FileManager.default.removeItem(at: url)
+        FoldersLeftAtExit.remove(url)
+    }
+}
+
+/// XCTest keeps every test case (and so the folders its properties hold) alive
+/// until the process exits, and side by side each test is a process of its own:
+/// what no deinit removed is removed at exit (a chromium profile is megabytes).
+private enum FoldersLeftAtExit {
+    private static let lock = NSLock()
+    private static var folders: Set<URL> = []
+    private static let removeAtExit: Void = { atexit { FoldersLeftAtExit.removeAll() } }()
+
+    static func add(_ url: URL) {
+        _ = removeAtExit
+        lock.lock(); defer { lock.unlock() }
+        folders.insert(url)
+    }
+
+    static func remove(_ url: URL) {
+        lock.lock(); defer { lock.unlock() }
+        folders.remove(url)
+    }
+
+    private static func removeAll() {
+        lock.lock()
+        let left = folders
+        folders = []
+        lock.unlock()
+        for url in left { try? FileManager.default.removeItem(at: url) }
+    }
 }
 
 /// The demo config pointed at `storage`, small and fast for tests, with
