@@ -157,6 +157,28 @@ final class FaceBlurClipTests: XCTestCase {
         assertAnonymised(try judge(clip))
     }
 
+    /// The camera pans right over a wider scene and a person standing in it
+    /// comes in at the right edge: hidden from the first frame it counts as
+    /// in the picture (offline, the frames before it was found are searched back).
+    func testAFaceEnteringAtTheEdgeDuringAPan() throws {
+        let scene = try decodeFrames(testAsset("coffee.png"))[0]
+        let (width, face) = (Double(Self.width), Self.astronautFace)
+        let sceneScale = width * 1.5 / Double(scene.width), faceScale = 80 / face.height
+        var clip = Clip(name: "pan-entering")
+        for i in 0..<Self.frameCount {
+            let pan = width * 0.5 * Double(i) / Double(Self.frameCount - 1)
+            var frame = Self.background!
+            frame.draw(scene, x: -pan, y: 0, scale: sceneScale)
+            let (fx, fy) = (width + 30 - pan, 120.0)
+            frame.draw(Self.astronaut, x: fx - face.x * faceScale, y: fy - face.y * faceScale, scale: faceScale)
+            clip.frames.append(frame)
+            clip.faces.append(Rect(x: fx, y: fy, width: face.width * faceScale, height: 80))
+        }
+        let verdict = try judge(clip)
+        XCTAssertGreaterThan(verdict.faceFrames, Self.frameCount / 2, "the face is in most of the clip: \(verdict)")
+        assertAnonymised(verdict)
+    }
+
     func testDarkAndBrightFaces() throws {
         for (name, gain) in [("dark", 0.35), ("bright", 1.6)] {
             let clip = Self.clip(name, photo: Self.astronaut, face: Self.astronautFace) { t in
