@@ -579,10 +579,9 @@ public final class FaceBlurStage: FrameProcessor {
                 condition.withLock {
                     if planner != nil, job.generation == plannerGeneration {
                         planner?.record(job.pass, found: [found], byTemplate: true)
-                        countersStorage.followPasses += 1
                         countersStorage.templateFollows += 1
-                        countersStorage.followSeconds += Double(elapsed) / 1e9
                         countersStorage.detectionSeconds += Double(elapsed) / 1e9
+                        countPass(job.pass.kind, seconds: Double(elapsed) / 1e9)
                     }
                     condition.broadcast()
                 }
@@ -611,23 +610,28 @@ public final class FaceBlurStage: FrameProcessor {
                 if planner != nil, job.generation == plannerGeneration {
                     let sightings = planner?.record(job.pass, found: found) ?? []
                     if settings.templateFollows > 0, planner?.settings.strict == false { keepTemplates(of: sightings, frame: job.pass.frame) }
-                    switch job.pass.kind {
-                    case .whole:
-                        countersStorage.wholeFramePasses += 1
-                        countersStorage.wholeSeconds += seconds
-                    case .tile:
-                        countersStorage.tilePasses += 1
-                        countersStorage.tileSeconds += seconds
-                    case .follow:
-                        countersStorage.followPasses += 1
-                        countersStorage.followSeconds += seconds
-                    }
+                    countPass(job.pass.kind, seconds: seconds)
                 }
             case .failure(let error):
                 fail("\(error)")
             }
             condition.broadcast()
             condition.unlock()
+        }
+    }
+
+    /// Under the lock: one more search of `kind` done (by the network or a template), and its time.
+    private func countPass(_ kind: DetectionPlanner.Kind, seconds: Double) {
+        switch kind {
+        case .whole:
+            countersStorage.wholeFramePasses += 1
+            countersStorage.wholeSeconds += seconds
+        case .tile:
+            countersStorage.tilePasses += 1
+            countersStorage.tileSeconds += seconds
+        case .follow:
+            countersStorage.followPasses += 1
+            countersStorage.followSeconds += seconds
         }
     }
 

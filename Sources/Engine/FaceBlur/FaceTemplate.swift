@@ -21,8 +21,7 @@ struct FaceTemplate: Equatable {
     /// The template of `box` in a luma plane, or nil when the box is not
     /// wholly inside it or has too little texture to be matched reliably.
     init?(luma: UnsafePointer<UInt8>, width: Int, height: Int, stride: Int, box: FaceRect) {
-        guard box.x >= 0, box.y >= 0, box.maxX <= Double(width), box.maxY <= Double(height), box.width >= 8, box.height >= 8,
-              let samples = Self.sample(luma: luma, width: width, height: height, stride: stride, box: box) else { return nil }
+        guard box.width >= 8, box.height >= 8, let samples = Self.sample(luma: luma, width: width, height: height, stride: stride, box: box) else { return nil }
         self.samples = samples
     }
 
