@@ -318,7 +318,9 @@ struct DetectionPlanner {
     /// blocks of every area not covering the frame that differ from what the
     /// area looked like when it was last searched (all of it before its first
     /// search), grown by one block (a face straddles blocks). Faces being
-    /// followed are not in it: the tracker's regions cover them.
+    /// followed are hidden by the tracker's regions; those whose follow or
+    /// trace back has not reached this frame yet are also here, as far as
+    /// they may have moved since a search last saw them (`pendingFaceReach`).
     func unconfirmedCells(_ index: Int, cell: Int) -> [FaceRect] {
         let all = [FaceRect(x: 0, y: 0, width: Double(width), height: Double(height))]
         guard let frame = frame(index), cell % Self.block == 0, cell > 0 else { return all }
@@ -340,6 +342,12 @@ struct DetectionPlanner {
                 }
             }
         }
+        for reach in pendingFaceReach(index) {
+            let x0 = max(0, Int(reach.x) / cell), x1 = min(cw - 1, Int(reach.maxX) / cell)
+            let y0 = max(0, Int(reach.y) / cell), y1 = min(ch - 1, Int(reach.maxY) / cell)
+            guard x0 <= x1, y0 <= y1 else { continue }
+            for y in y0...y1 { for x in x0...x1 { hit[y * cw + x] = true } }
+        }
         // Runs of cells along each row: one rectangle each (the grid stays aligned).
         var cells: [FaceRect] = []
         for cy in 0..<ch {
@@ -354,6 +362,31 @@ struct DetectionPlanner {
             }
         }
         return cells
+    }
+
+    /// A frame leaving before its follow or trace back reached a face hides
+    /// where that face may have gone since a search last saw it, not only the
+    /// tracker's region (whose growth is meant for frames between searches
+    /// that did look for the face). A face seen once has no known motion: it
+    /// may be anywhere a fast walker gets (`unknownMotion`: box sizes per
+    /// second of distance, at most `growth` box sizes). A face seen twice or
+    /// more is where its motion leads (the tracker extrapolates), give or
+    /// take a change of pace (`knownMotion`), which keeps an overloaded
+    /// stage from hiding the picture around every face it follows.
+    static let pendingReach = (unknownMotion: (speed: 8.0, growth: 3.0), knownMotion: (speed: 3.0, growth: 1.5))
+
+    /// Faces a search has not looked for on frame `index` yet (their forward
+    /// follow is behind it, or their trace back is still heading for it):
+    /// where each may be on it, in its pixels.
+    func pendingFaceReach(_ index: Int) -> [FaceRect] {
+        guard let frame = frame(index), !settings.strict else { return [] }
+        return follows.sorted { $0.key < $1.key }.compactMap { id, follow in
+            let forward = follow.born <= index && !follow.lost && follow.checkedThrough < index
+            let backward = (follow.frontier ?? Int.min) > index
+            guard forward || backward else { return nil }
+            let reach = tracker.observations(of: id).count >= 2 ? Self.pendingReach.knownMotion : Self.pendingReach.unknownMotion
+            return tracker.reach(of: id, at: frame.time, speed: reach.speed, maxGrowth: reach.growth).map(frame.travel.toFrame)
+        }
     }
 
     // MARK: Choosing the next pass

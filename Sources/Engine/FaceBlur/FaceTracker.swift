@@ -190,17 +190,33 @@ public struct FaceTracker {
         tracks.compactMap { track -> FaceRect? in
             guard let first = track.observations.first, let last = track.observations.last else { return nil }
             if time + settings.lookAheadNs < first.time || time > last.time + settings.holdNs { return nil }
-            let nearest = [track.observations.last { $0.time <= time }, track.observations.first { $0.time >= time }]
-                .compactMap { $0 }
-            guard var base = nearest.first?.rect else { return nil }
-            for observation in nearest.dropFirst() { base = base.union(observation.rect) }
-            if nearest.count == 1, track.observations.count >= 2, let ahead = predicted(track.observations, at: time) {
-                // Before the first or after the last sighting: also where its motion leads.
-                base = base.union(ahead)
-            }
-            let distance = nearest.map { $0.time > time ? $0.time - time : time - $0.time }.min() ?? 0
-            let grow = settings.margin + min(settings.maxMotionGrowth, settings.motion * Double(distance) / 1e9)
-            return base.expanded(by: grow)
+            return region(track, at: time, speed: settings.motion, maxGrowth: settings.maxMotionGrowth)
         }
+    }
+
+    /// Where track `id`'s face may be in the frame captured at `time` when
+    /// that frame must leave before a search looked for the face on it (a
+    /// late frame whose follow or trace back had not reached it): the same
+    /// region as `regions(at:)`, at any distance from the sightings, grown
+    /// by `speed` box sizes per second of distance up to `maxGrowth`.
+    public func reach(of id: Int, at time: UInt64, speed: Double, maxGrowth: Double) -> FaceRect? {
+        tracks.first { $0.id == id }.flatMap { region($0, at: time, speed: speed, maxGrowth: maxGrowth) }
+    }
+
+    /// The union of the nearest sightings before and after `time` (and, on
+    /// one side only, where the face's motion leads), grown by the margin and
+    /// by `speed` over the distance to the nearest sighting.
+    private func region(_ track: Track, at time: UInt64, speed: Double, maxGrowth: Double) -> FaceRect? {
+        let nearest = [track.observations.last { $0.time <= time }, track.observations.first { $0.time >= time }]
+            .compactMap { $0 }
+        guard var base = nearest.first?.rect else { return nil }
+        for observation in nearest.dropFirst() { base = base.union(observation.rect) }
+        if nearest.count == 1, track.observations.count >= 2, let ahead = predicted(track.observations, at: time) {
+            // Before the first or after the last sighting: also where its motion leads.
+            base = base.union(ahead)
+        }
+        let distance = nearest.map { $0.time > time ? $0.time - time : time - $0.time }.min() ?? 0
+        let grow = settings.margin + min(maxGrowth, speed * Double(distance) / 1e9)
+        return base.expanded(by: grow)
     }
 }

@@ -100,6 +100,45 @@ final class DetectionPlannerTests: XCTestCase {
         XCTAssertTrue((0...4).allSatisfy { p.unconfirmedCells($0, cell: 32).isEmpty }, "searched again: confirmed")
     }
 
+    /// A slow detector: the whole-frame searches on frames 4 and 8 find a face crossing fast (a box size
+    /// every 4 frames), but its trace back and its follow never come back. Frames leaving late before and after
+    /// the sighting hide where the face may have gone, not only the tracker's region (which assumes a
+    /// search looked for it nearby).
+    func testALateFrameHidesWhereAFaceNotYetLookedForOnItMayHaveGone() {
+        var p = planner()
+        add(&p, 0)
+        runDue(&p)
+        func face(at i: Int) -> FaceRect { FaceRect(x: 20 + Double(10 * i), y: 60, width: 40, height: 48) }
+        func changed(_ i: Int) -> [(Int, Int)] {
+            let f = face(at: i)
+            return (Int(f.y) / 8...Int(f.maxY) / 8).flatMap { r in (Int(f.x) / 8...Int(f.maxX) / 8).map { ($0, r) } }
+        }
+        for i in 1...11 { add(&p, i, changed(i)) }
+        var stuck: [DetectionPlanner.Pass] = []
+        while let pass = p.nextPass() {
+            p.begin(pass)
+            if case .follow = pass.kind { stuck.append(pass); continue }   // never answered
+            let f = face(at: pass.frame)
+            p.record(pass, found: pass.frame >= 4 && pass.region.intersection(f)?.area == f.area ? [f] : [])
+        }
+        XCTAssertTrue(stuck.contains { if case .follow(_, true) = $0.kind { return true } else { return false } }, "a trace back was due")
+        XCTAssertTrue(stuck.contains { if case .follow(_, false) = $0.kind { return true } else { return false } }, "a follow was due")
+        for i in [1, 2, 3, 9, 10, 11] {   // before the first sighting; after the last (the whole frame, every 4)
+            XCTAssertFalse(p.isSettled(i), "frame \(i) waits for the face's searches")
+            let hidden = p.unconfirmedCells(i, cell: 32) + p.regions(forFrame: i)
+            let f = face(at: i)
+            let points = stride(from: f.x + 1, to: f.maxX, by: 2).flatMap { x in stride(from: f.y + 1, to: f.maxY, by: 2).map { (x, $0) } }
+            let bare = points.filter { x, y in !hidden.contains { x >= $0.x && x < $0.maxX && y >= $0.y && y < $0.maxY } }
+            XCTAssertTrue(bare.isEmpty, "frame \(i): the face at \(f) is hidden whole when the frame leaves late: \(hidden)")
+        }
+        // Around the face, not the whole picture: the corners far from it stay visible.
+        let reach = p.pendingFaceReach(11)
+        XCTAssertFalse(reach.isEmpty, "frame 11 waits for the face's follow")
+        for (x, y) in [(2.0, 2.0), (Double(Self.width) - 2, Double(Self.height) - 2), (2.0, Double(Self.height) - 2)] {
+            XCTAssertFalse(reach.contains { x >= $0.x && x < $0.maxX && y >= $0.y && y < $0.maxY }, "(\(x), \(y)) hidden by \(reach)")
+        }
+    }
+
     func testAFaceFoundLateIsTracedBackAndFollowed() {
         var p = planner()
         add(&p, 0)
