@@ -59,6 +59,10 @@ struct DetectionPlanner {
         var tileWidth = 480, tileHeight = 416
         /// Frames between passes over a tile while it changes (0: no tiles).
         var tileEvery = 16
+        /// Tiles cover `tileWidth / tileScale` × `tileHeight / tileScale`
+        /// pixels of the frame, enlarged to the network input (small faces
+        /// become findable).
+        var tileScale = 1.0
         /// Frames after which an unchanged area is searched again anyway.
         var recheckEvery = 60
         /// Frames between searches around a followed face, at most: a face
@@ -185,7 +189,8 @@ struct DetectionPlanner {
         blocksPerRow = (width + Self.block - 1) / Self.block
         areas.append(Self.area(FaceRect(x: 0, y: 0, width: Double(width), height: Double(height)), width: width, height: height))
         if settings.tileEvery > 0 {
-            for rect in Self.tiles(width: width, height: height, tileWidth: settings.tileWidth, tileHeight: settings.tileHeight) {
+            let (tileWidth, tileHeight) = (Int(Double(settings.tileWidth) / settings.tileScale), Int(Double(settings.tileHeight) / settings.tileScale))
+            for rect in Self.tiles(width: width, height: height, tileWidth: tileWidth, tileHeight: tileHeight) {
                 areas.append(Self.area(rect, width: width, height: height))
             }
         }

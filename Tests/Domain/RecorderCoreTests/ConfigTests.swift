@@ -102,6 +102,8 @@ final class ConfigTests: XCTestCase {
                         contains: ["--set privacy.face_blur=maybe", "true or false"])
         try assertError("[recording]\npipeline = \"p\"\n[privacy]\nwhen_behind = \"drop\"",
                         contains: ["$FILE:4", "privacy.when_behind", "\"drop\"", "\"pixelate\" or \"lower_fps\""])
+        try assertError("[recording]\npipeline = \"p\"\n[privacy]\ntile_scale = 4",
+                        contains: ["$FILE:4", "privacy.tile_scale", "out of range", "1.0…3.0"])
         try assertError("[recording]\npipeline = \"p\"", overrides: ["nonsense"], contains: ["section.key=value"])
         try assertError("[recording]\npipeline = \"p\"", overrides: ["recording.colour=red"], contains: ["unknown key 'recording.colour'"])
         try assertError("[recording]\npipeline = \"p\"\nvideo_format = [", contains: ["$FILE:3"])

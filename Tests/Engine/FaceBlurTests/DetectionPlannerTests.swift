@@ -139,6 +139,29 @@ final class DetectionPlannerTests: XCTestCase {
         }
     }
 
+    /// `tileScale` 1.5: tiles of two thirds the size, enlarged 1.5× for the network (faces of ~15 px become
+    /// findable), still covering every pixel with neighbours overlapping by at least 64 px.
+    func testEnlargedTilesCoverTheFrameInSmallerPiecesAtTheSameNetworkInput() {
+        var s = DetectionPlanner.Settings()
+        s.tileScale = 1.5
+        let (width, height) = (1280, 720)
+        var p = DetectionPlanner(settings: s, tracker: FaceTracker(), width: width, height: height)
+        let tiles = p.areas.dropFirst().map(\.rect)
+        XCTAssertEqual(tiles.count, 20, "5 × 4 tiles of 320 × 277 px instead of 3 × 2 of 480 × 416")
+        XCTAssertTrue(tiles.allSatisfy { $0.width == 320 && $0.height == 277 }, "\(tiles)")
+        for y in stride(from: 0, to: height, by: 7) {
+            for x in stride(from: 0, to: width, by: 7) {
+                // A 64 px face anywhere lies whole inside some tile.
+                let face = FaceRect(x: Double(min(x, width - 64)), y: Double(min(y, height - 64)), width: 64, height: 64)
+                XCTAssertTrue(tiles.contains { $0.intersection(face)?.area == face.area }, "\(face) is whole in a tile")
+            }
+        }
+        p.add(index: 0, time: 0, blocks: [UInt8](repeating: 100, count: (width / 8) * (height / 8)))
+        let passes = runDue(&p).filter { if case .tile = $0.kind { return true } else { return false } }
+        XCTAssertEqual(passes.count, 20)
+        XCTAssertTrue(passes.allSatisfy { $0.input == (480, 416) && $0.keepAspect }, "the network sees each tile enlarged 1.5×")
+    }
+
     func testAFaceFoundLateIsTracedBackAndFollowed() {
         var p = planner()
         add(&p, 0)
