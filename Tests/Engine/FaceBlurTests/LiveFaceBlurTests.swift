@@ -1,7 +1,7 @@
 import GLibSupport
 import GStreamerSupport
 import XCTest
-import FaceBlur
+@testable import FaceBlur
 import RecorderCore
 import RecorderTestSupport
 @testable import Recorder
@@ -145,11 +145,29 @@ final class LiveFaceBlurTests: XCTestCase {
         XCTAssertEqual(counters.blackedOut, 0, "late is not failed: no frame is blacked out whole")
         XCTAssertGreaterThanOrEqual(output.count, 120)
         let detector = try FaceDetector(modelPath: faceModelPath)
-        var faceFrames = 0, blurredCorners: [Int] = []
+        // The corners never change. A late frame hides what changed since it was last searched and where a
+        // face not yet looked for on it may have gone (`DetectionPlanner.pendingReach`: sightings up to the
+        // tracker's hold before, grown by at most the margin and the reach of a face of unknown motion).
+        // A corner out of every such reach is kept as it was.
+        let grown = FaceTracker.Settings().margin + DetectionPlanner.pendingReach.unknownMotion.growth
+        let history = Int(Double(FaceTracker.Settings().holdNs) / 1e9 * 30)
+        let (w, h) = (Double(Self.clipWidth), Double(Self.clipHeight))
+        let corners = [Rect(x: 0, y: 0, width: 190, height: 30), Rect(x: w - 190, y: 0, width: 190, height: 30),
+                       Rect(x: 0, y: h - 30, width: 190, height: 30), Rect(x: w - 190, y: h - 30, width: 190, height: 30)]
+        func withinReach(_ c: Rect, frame i: Int) -> Bool {
+            faces[max(0, i - history)...i].contains { f in
+                f.x - grown * f.width < c.x + c.width && f.x + f.width + grown * f.width > c.x
+                    && f.y - grown * f.height < c.y + c.height && f.y + f.height + grown * f.height > c.y
+            }
+        }
+        var faceFrames = 0, cornersJudged = 0, blurredCorners: [String] = []
         for (i, frame) in output.prefix(Self.clipFrames).enumerated() {
-            // The top-left corner never changes (the astronaut never comes near): late frames keep it as it was.
-            let corner = Rect(x: 0, y: 0, width: 190, height: 30)
-            if let a = detail(of: input[i], in: corner), let b = detail(of: frame, in: corner), b < 0.6 * a { blurredCorners.append(i) }
+            // Only frames of the first second (before the first searches finished, nothing is confirmed) may be hidden whole.
+            for (k, corner) in corners.enumerated() where i >= 30 && !withinReach(corner, frame: i) {
+                guard let a = detail(of: input[i], in: corner), a > 1, let b = detail(of: frame, in: corner) else { continue }
+                cornersJudged += 1
+                if b < 0.6 * a { blurredCorners.append("frame \(i) corner \(k)") }
+            }
             let face = faces[i]
             guard let visible = face.clipped(width: frame.width, height: frame.height),
                   Double((visible.x1 - visible.x0) * (visible.y1 - visible.y0)) >= 0.3 * face.area else { continue }
@@ -164,8 +182,9 @@ final class LiveFaceBlurTests: XCTestCase {
             XCTAssertLessThan(after, 0.5 * before, "frame \(i): the face kept its detail")
         }
         XCTAssertGreaterThan(faceFrames, 100)
-        // Only frames of the first second (before the first searches finished, nothing is confirmed) may be hidden whole.
-        XCTAssertTrue(blurredCorners.allSatisfy { $0 < 30 }, "the unchanged part of late frames is left as it was: frames \(blurredCorners), \(counters)")
+        XCTAssertEqual(blurredCorners, [], "the unchanged part of late frames out of the faces' reach is left as it was: \(counters)")
+        XCTAssertGreaterThan(cornersJudged, 60, "corners out of reach were judged")
+        print("slow detector: \(cornersJudged) corners out of the faces' reach judged")  // test report
     }
 
     func testADetectorThatFailsBlacksOutEverythingAfter() throws {
