@@ -1,5 +1,6 @@
 import XCTest
 @testable import FaceBlur
+import RecorderCore
 
 final class FaceTrackerTests: XCTestCase {
     let second: UInt64 = 1_000_000_000
@@ -26,6 +27,44 @@ final class FaceTrackerTests: XCTestCase {
         XCTAssertEqual(tracker.regions(at: 10 * second - second).count, 0, "but not long before")
         XCTAssertEqual(tracker.regions(at: 11 * second + 1).count, 0, "released after the hold")
         XCTAssertEqual(tracker.regions(at: 11 * second), [face.expanded(by: 0.75)], "motion growth is capped")
+    }
+
+    /// A fast face seen twice far apart: the region between spans both sightings and grows by the margin in
+    /// face sizes, not by a share of the whole stretch (which hid the picture around fast faces).
+    func testAFastFacesRegionGrowsByTheFaceNotByTheStretch() {
+        let a = FaceRect(x: 100, y: 100, width: 40, height: 40)
+        let b = FaceRect(x: 300, y: 100, width: 40, height: 40)
+        var bySize = settings
+        bySize.growsByFaceSize = true
+        var follow = FaceTracker(settings: bySize)
+        let id = follow.update(detections: [a], time: second)[0].id
+        follow.add(b, to: id, time: second + second / 10)
+        let between = follow.regions(at: second + second / 20)
+        let grow = 0.25 + 1.0 * 0.05   // margin + motion × the distance to the nearest sighting
+        XCTAssertEqual(between, [FaceRect(x: 100 - 40 * grow, y: 100 - 40 * grow, width: 240 + 80 * grow, height: 40 + 80 * grow)])
+        var byStretch = settings
+        byStretch.growsByFaceSize = false
+        var old = FaceTracker(settings: byStretch)
+        let oldID = old.update(detections: [a], time: second)[0].id
+        old.add(b, to: oldID, time: second + second / 10)
+        XCTAssertEqual(old.regions(at: second + second / 20), [a.union(b).expanded(by: grow)], "a share of the stretch: \(240 * grow) px each side")
+    }
+
+    /// Fitted regions and enlarged tiles go together: offline both (the tiles find the small faces the
+    /// bigger regions hid by accident), live neither (it cannot afford the tiles); a config can set the tiles.
+    func testFittedRegionsAndEnlargedTilesAreOfflinesDefaultsOnly() throws {
+        let offline = FaceBlurSettings(modelPath: "m", offline: true), live = FaceBlurSettings(modelPath: "m")
+        XCTAssertTrue(offline.tracker.growsByFaceSize)
+        XCTAssertEqual(offline.plannerSettings(realTime: false).tileScale, 1.5)
+        XCTAssertFalse(live.tracker.growsByFaceSize)
+        XCTAssertEqual(live.plannerSettings(realTime: true).tileScale, 1)
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("tile-scale-\(getpid()).toml")
+        try "[recording]\npipeline = \"p\"\n[privacy]\ntile_scale = 2\n".write(to: file, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: file) }
+        var privacy = try ConfigLoader.load(file: file.path).privacy
+        XCTAssertEqual(FaceBlurSettings(privacy, offline: true).plannerSettings(realTime: false).tileScale, 2)
+        privacy.tileScale = nil
+        XCTAssertEqual(FaceBlurSettings(privacy, offline: true).plannerSettings(realTime: false).tileScale, 1.5)
     }
 
     func testFollowsAMovingFaceAndUnitesObservationsAroundTheFrame() {
