@@ -9,14 +9,15 @@ import Foundation
 /// lies within `hold` after the track was last seen or within `lookAhead`
 /// before it was first seen. The region is the union of the nearest
 /// observations before and after the frame, grown by `margin` (the whole
-/// head, not the tight box) and by `motion` face sizes per second of
+/// head, not the tight box) and by `motion` box sizes per second of
 /// distance to the nearest observation, so a face that moved between
-/// detections stays covered. Offline, growth is measured in the face's own
-/// size, not in sizes of the united box (`growsByFaceSize`): two sightings
-/// far apart would otherwise grow the region by a share of the whole stretch. Before the first and after the last sighting
+/// detections stays covered. Before the first and after the last sighting
 /// the region also takes in where the face's motion leads (straight-line,
 /// at most half a second), so a face entering the picture fast is covered
-/// on the frames before it was first found.
+/// on the frames before it was first found. Offline, the growth is measured
+/// in the face's own size rather than the united box's (`growsByFaceSize`):
+/// two sightings far apart would otherwise grow the region by a share of the
+/// whole stretch between them.
 ///
 /// Observations may arrive out of time order (the offline stage searches
 /// backwards from where a face was first found); each is kept in order.
