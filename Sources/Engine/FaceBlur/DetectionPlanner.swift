@@ -163,6 +163,11 @@ struct DetectionPlanner {
         var backMisses = 0
         /// Follows answered by the face's template since the network last found it.
         var templateStreak = 0
+        /// Whether a search has still to look for the face on frame `index`:
+        /// its follow has not reached it yet, or its trace back is still heading for it.
+        func isPending(on index: Int) -> Bool {
+            (born <= index && !lost && checkedThrough < index) || (frontier ?? Int.min) > index
+        }
     }
 
     static let block = 8
@@ -311,11 +316,7 @@ struct DetectionPlanner {
             if !areaCovers(i, index) { return false }
         }
         if settings.strict { return true }
-        for follow in follows.values {
-            if follow.born <= index, !follow.lost, follow.checkedThrough < index { return false }
-            if let f = follow.frontier, f > index { return false }
-        }
-        return true
+        return !follows.values.contains { $0.isPending(on: index) }
     }
 
     /// The parts of frame `index` that no search vouches for, as cells of
@@ -385,10 +386,8 @@ struct DetectionPlanner {
     /// where each may be on it, in its pixels.
     func pendingFaceReach(_ index: Int) -> [FaceRect] {
         guard let frame = frame(index), !settings.strict else { return [] }
-        return follows.sorted { $0.key < $1.key }.compactMap { id, follow in
-            let forward = follow.born <= index && !follow.lost && follow.checkedThrough < index
-            let backward = (follow.frontier ?? Int.min) > index
-            guard forward || backward else { return nil }
+        return follows.compactMap { id, follow in
+            guard follow.isPending(on: index) else { return nil }
             let reach = tracker.observations(of: id).count >= 2 ? Self.pendingReach.knownMotion : Self.pendingReach.unknownMotion
             return tracker.reach(of: id, at: frame.time, speed: reach.speed, maxGrowth: reach.growth).map(frame.travel.toFrame)
         }
