@@ -111,8 +111,10 @@ struct DetectionPlanner {
         var keepAspect: Bool
         /// Whole frame and tiles: the area's block means on this frame (its new reference).
         var reference: [UInt8] = []
-        /// The camera's travel at this frame (scene = frame pixels + travel).
+        /// The camera's travel at this frame (frame pixels → scene), and the
+        /// scene it is in (`rebaseScene` starts a new one).
         var travel = Travel()
+        var sceneEpoch = 0
         /// Forward follows: where the face is expected on this frame (frame
         /// pixels), and whether its template may answer instead of the network.
         var expected: FaceRect?
@@ -132,13 +134,16 @@ struct DetectionPlanner {
         var covered: Set<Int> = []
     }
 
-    /// How far the camera has moved since the recording started, in frame
-    /// pixels (see `CameraMotion`): a point of the scene seen at p in a frame
-    /// has scene coordinates p + travel. The tracker works in scene coordinates.
+    /// Where the camera has taken the picture since the scene's reference
+    /// frame (see `CameraMotion`: pan, tilt, zoom, roll): a point of the
+    /// scene seen at p in a frame has scene coordinates `toScene(p)`. The
+    /// tracker works in scene coordinates, where a person standing still
+    /// stays put while the camera pans, pushes in or rolls.
     struct Travel: Equatable {
-        var x = 0.0, y = 0.0
-        func toScene(_ r: FaceRect) -> FaceRect { FaceRect(x: r.x + x, y: r.y + y, width: r.width, height: r.height) }
-        func toFrame(_ r: FaceRect) -> FaceRect { FaceRect(x: r.x - x, y: r.y - y, width: r.width, height: r.height) }
+        /// Frame pixels → scene.
+        var frameToScene = Similarity.identity
+        func toScene(_ r: FaceRect) -> FaceRect { frameToScene.apply(r) }
+        func toFrame(_ r: FaceRect) -> FaceRect { frameToScene.inverse.apply(r) }
     }
 
     /// The whole frame or one tile, and what it looked like when last searched.
@@ -182,9 +187,12 @@ struct DetectionPlanner {
     private(set) var draining = false
     /// Passes being run (several detection threads): not offered again until recorded.
     private(set) var inFlight: [Kind] = []
-    /// The camera's travel at the latest frame, and its latest speed (pixels per frame).
+    /// The camera's travel at the latest frame, and its latest speed (scene pixels per frame).
     private var travel = Travel()
     private(set) var cameraSpeed = 0.0
+    /// Scenes started so far, and the last one's transform from the scene before.
+    private var sceneEpoch = 0
+    private var lastRebase = Similarity.identity
 
     init(settings: Settings, tracker: FaceTracker, width: Int, height: Int) {
         self.settings = settings
@@ -241,18 +249,37 @@ struct DetectionPlanner {
 
     // MARK: Frames in and out
 
-    /// A new frame entered the delay line; the picture moved by `cameraShift`
-    /// since the previous one (`CameraMotion`, measured by the stage).
-    mutating func add(index: Int, time: UInt64, blocks: [UInt8], cameraShift: (dx: Double, dy: Double) = (0, 0)) {
-        travel.x -= cameraShift.dx
-        travel.y -= cameraShift.dy
-        cameraSpeed = (cameraShift.dx * cameraShift.dx + cameraShift.dy * cameraShift.dy).squareRoot()
+    /// A new frame entered the delay line; `cameraMotion` takes a point of
+    /// the previous frame to where it is in this one (`CameraTracker`,
+    /// measured by the stage).
+    mutating func add(index: Int, time: UInt64, blocks: [UInt8], cameraMotion: Similarity = .identity) {
+        travel.frameToScene = travel.frameToScene.after(cameraMotion.inverse)
+        // How far the picture moved, on average over the frame, in scene pixels.
+        let (cx, cy) = (Double(width) / 2, Double(height) / 2)
+        let moved = cameraMotion.apply(cx, cy)
+        let zoomReach = abs(cameraMotion.scale - 1) * Double(width + height) / 4 + abs(cameraMotion.angle) * Double(width + height) / 4
+        cameraSpeed = (((moved.x - cx) * (moved.x - cx) + (moved.y - cy) * (moved.y - cy)).squareRoot() + zoomReach) * travel.frameToScene.scale
+        if abs(log(travel.frameToScene.scale)) > log(2) || abs(travel.frameToScene.angle) > 0.5 { rebaseScene() }
         var frame = Frame(index: index, time: time, blocks: blocks, travel: travel)
         for i in areas.indices where areas[i].dirtySince == nil && changed(i, frame) {
             areas[i].dirtySince = index
         }
         for i in areas.indices where areas[i].lastSearch != nil && areas[i].dirtySince == nil { frame.covered.insert(i) }
         frames.append(frame)
+    }
+
+    /// Makes the latest frame's pixels the scene's again (its transform the
+    /// identity), carrying every sighting and held frame along: a long zoom
+    /// or roll would otherwise leave the scene at a scale or angle where
+    /// face sizes in scene pixels stop meaning much. Boxes stay upright.
+    private mutating func rebaseScene() {
+        let sceneToNew = travel.frameToScene.inverse
+        tracker.transform(by: sceneToNew)
+        for k in frames.indices { frames[k].travel.frameToScene = sceneToNew.after(frames[k].travel.frameToScene) }
+        cameraSpeed *= sceneToNew.scale
+        travel = Travel()
+        sceneEpoch += 1
+        lastRebase = sceneToNew
     }
 
     /// The oldest frame left the delay line.
@@ -305,9 +332,35 @@ struct DetectionPlanner {
     }
 
     /// The face regions to hide in held frame `index`, in its pixels.
+    ///
+    /// A face cut by the frame's edge is beyond the detector (it finds
+    /// faces nearly whole): entering, it is first found once mostly inside;
+    /// leaving, it is lost while still partly in view. So on frames before
+    /// a face's first sighting or after its last, a sighting within
+    /// `edgeReach` face sizes of an edge makes the region reach that edge:
+    /// the strip between the face and the edge is hidden, where the rest
+    /// of such a face is.
     func regions(forFrame index: Int) -> [FaceRect] {
         guard let frame = frame(index) else { return [] }
-        return tracker.regions(at: frame.time).map(frame.travel.toFrame)
+        return tracker.hidden(at: frame.time).map { hidden in
+            let region = frame.travel.toFrame(hidden.region)
+            guard let sighting = hidden.beyond.map(frame.travel.toFrame) else { return region }
+            return reachingNearEdges(region, of: sighting)
+        }
+    }
+
+    /// How near an edge (in face sizes) a face seen last or first there may have been crossing it.
+    static let edgeReach = 1.0
+
+    /// `region`, stretched to each frame edge that `face` (frame pixels) is within `edgeReach` face sizes of.
+    func reachingNearEdges(_ region: FaceRect, of face: FaceRect) -> FaceRect {
+        let zone = Self.edgeReach * max(face.width, face.height)
+        var (x0, y0, x1, y1) = (region.x, region.y, region.maxX, region.maxY)
+        if face.x <= zone { x0 = min(x0, 0) }
+        if face.y <= zone { y0 = min(y0, 0) }
+        if face.maxX >= Double(width) - zone { x1 = max(x1, Double(width)) }
+        if face.maxY >= Double(height) - zone { y1 = max(y1, Double(height)) }
+        return FaceRect(x: x0, y: y0, width: x1 - x0, height: y1 - y0)
     }
 
     /// Whether frame `index` has been searched enough to leave the delay line.
@@ -449,10 +502,10 @@ struct DetectionPlanner {
                     ? Pass(kind: .whole, frame: t, time: frame.time, region: area.rect,
                            input: FaceDetector.inputSize(forRegionWidth: width, height: height,
                                                          inputWidth: min(settings.wholeWidth, ((width + 31) / 32) * 32)),
-                           keepAspect: false, reference: reference, travel: frame.travel)
+                           keepAspect: false, reference: reference, travel: frame.travel, sceneEpoch: sceneEpoch)
                     : Pass(kind: .tile(i), frame: t, time: frame.time, region: area.rect,
                            input: (settings.tileWidth, settings.tileHeight), keepAspect: true, reference: reference,
-                           travel: frame.travel)
+                           travel: frame.travel, sceneEpoch: sceneEpoch)
             }
         }
         return best?.pass
@@ -490,7 +543,7 @@ struct DetectionPlanner {
         let region = FaceRect(x: x.rounded(.down), y: y.rounded(.down), width: w.rounded(.up), height: h.rounded(.up))
         let templateAllowed = !backwards && misses == 0 && (follows[id]?.templateStreak ?? .max) < settings.templateFollows
         return Pass(kind: .follow(track: id, backwards: backwards), frame: index, time: frame.time, region: region,
-                    input: (settings.followInput, settings.followInput), keepAspect: true, travel: frame.travel,
+                    input: (settings.followInput, settings.followInput), keepAspect: true, travel: frame.travel, sceneEpoch: sceneEpoch,
                     expected: box, mayUseTemplate: templateAllowed)
     }
 
@@ -508,9 +561,22 @@ struct DetectionPlanner {
     /// network's sightings (templates are cut from them).
     @discardableResult
     mutating func record(_ pass: Pass, found: [FaceRect], byTemplate: Bool = false) -> [Sighting] {
+        var found = found
         var sightings: [Sighting] = []
         if let i = inFlight.firstIndex(of: pass.kind) { inFlight.remove(at: i) }
         let frame = (index: pass.frame, time: pass.time)
+        var pass = pass
+        if pass.sceneEpoch != sceneEpoch {
+            // The scene was rebased while the pass ran: its frame's transform into the new one.
+            if let held = self.frame(pass.frame) {
+                pass.travel = held.travel
+            } else if pass.sceneEpoch == sceneEpoch - 1 {
+                pass.travel.frameToScene = lastRebase.after(pass.travel.frameToScene)
+            } else {
+                found = []
+            }
+            pass.sceneEpoch = sceneEpoch
+        }
         let faces = found.filter { !Self.touchesInnerEdge($0, of: pass.region, width: width, height: height) }
             .map(pass.travel.toScene)
         switch pass.kind {

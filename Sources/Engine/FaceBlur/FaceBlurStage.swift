@@ -241,16 +241,15 @@ public final class FaceBlurStage: FrameProcessor {
     }
     private var countersStorage = Counters()
     /// `lower_fps`: the camera's motion over the frames not taken in (under `condition`).
-    private var skippedShift: (dx: Double, dy: Double) = (0, 0)
+    private var skippedMotion = Similarity.identity
     /// Each followed face's template, cut where the network last found it (under `condition`).
     private var templates: [Int: FaceTemplate] = [:]
 
     /// The same counts for monitoring (`/metrics`), through swift-metrics.
     private let metrics: StageMetrics
-    /// The previous frame's block means and the estimator for its size, for
-    /// the camera's motion. Streaming thread only: measured outside the lock,
-    /// so detection threads never wait for it.
-    private var motion: (estimator: CameraMotion, previous: [UInt8])?
+    /// Follows the camera's motion from the block means. Streaming thread
+    /// only: measured outside the lock, so detection threads never wait for it.
+    private var camera: CameraTracker?
     public var counters: Counters { condition.withLock { countersStorage } }
     /// Frames in the delay line now and how long the oldest has waited (ns): whether the stage is behind (health reports).
     public var held: (frames: Int, oldestWaitNs: UInt64) {
@@ -339,20 +338,20 @@ public final class FaceBlurStage: FrameProcessor {
             (PlaneEditor.blockMeans(f.luma.data, width: f.width, height: f.height, stride: f.luma.stride,
                                     block: DetectionPlanner.block), f.width, f.height)
         }
-        var shift: (dx: Double, dy: Double) = blocks.map { cameraShift(to: $0.0, width: $0.1, height: $0.2) } ?? (0, 0)
+        var motion = blocks.map { cameraMotion(to: $0.0, width: $0.1, height: $0.2) } ?? .identity
         condition.lock()
         countersStorage.frames += 1
         metrics.frames.increment()
         if blocks != nil, realTime, settings.whenBehind == .lowerFPS, planner != nil, !admit() {
             // Not taken in: the camera's motion over it still counts towards the next frame taken in.
-            skippedShift.dx += shift.dx; skippedShift.dy += shift.dy
+            skippedMotion = motion.after(skippedMotion)
             noteSkipped()
             let ready = takeReady(force: false)
             condition.unlock()
             return finish(ready)
         }
-        shift.dx += skippedShift.dx; shift.dy += skippedShift.dy
-        skippedShift = (0, 0)
+        motion = motion.after(skippedMotion)
+        skippedMotion = .identity
         let index = nextIndex
         nextIndex += 1
         var ready: [(Sample, Treatment)] = []
@@ -369,7 +368,7 @@ public final class FaceBlurStage: FrameProcessor {
                                            tracker: FaceTracker(settings: settings.tracker), width: width, height: height)
             }
             queue.append(Pending(sample: frame, index: index, time: time, arrival: Self.now(), width: width, height: height))
-            planner!.add(index: index, time: time, blocks: means, cameraShift: shift)
+            planner!.add(index: index, time: time, blocks: means, cameraMotion: motion)
         } else {
             queue.append(Pending(sample: frame, index: index, time: time, arrival: Self.now(), width: 0, height: 0))
             fail("cannot read a frame for detection")
@@ -404,12 +403,13 @@ public final class FaceBlurStage: FrameProcessor {
         }
     }
 
-    /// Streaming thread: how far the picture moved since the previous frame (none after a size change).
-    private func cameraShift(to means: [UInt8], width: Int, height: Int) -> (dx: Double, dy: Double) {
-        let estimator = CameraMotion(frameWidth: width, height: height)
-        defer { motion = (estimator, means) }
-        guard let (last, previous) = motion, last.columns == estimator.columns, last.rows == estimator.rows else { return (0, 0) }
-        return estimator.shift(from: previous, to: means)
+    /// Streaming thread: how the picture moved since the previous frame (none after a size change).
+    private func cameraMotion(to means: [UInt8], width: Int, height: Int) -> Similarity {
+        guard camera?.fits(means) ?? false else {
+            camera = CameraTracker(first: means, width: width, height: height)
+            return .identity
+        }
+        return camera!.next(means)
     }
 
     public func drain() -> [Sample] {

@@ -186,6 +186,13 @@ public struct FaceTracker {
         for observation in moved { insert(observation, into: into) }
     }
 
+    /// Carries every sighting through `transform` (the scene's coordinates changed).
+    mutating func transform(by transform: Similarity) {
+        for t in tracks.indices {
+            for o in tracks[t].observations.indices { tracks[t].observations[o].rect = transform.apply(tracks[t].observations[o].rect) }
+        }
+    }
+
     /// Forgets tracks last seen before `time - hold`; returns their ids.
     @discardableResult
     public mutating func prune(now time: UInt64) -> [Int] {
@@ -195,11 +202,25 @@ public struct FaceTracker {
     }
 
     /// Regions to hide in the frame captured at `time`.
-    public func regions(at time: UInt64) -> [FaceRect] {
-        tracks.compactMap { track -> FaceRect? in
+    public func regions(at time: UInt64) -> [FaceRect] { hidden(at: time).map(\.region) }
+
+    /// A region to hide, and, when the frame lies before the face's first
+    /// sighting or after its last, that sighting: the face may have been
+    /// entering or leaving the picture there (the caller knows its edges).
+    public struct Hidden: Equatable {
+        public var region: FaceRect
+        public var beyond: FaceRect?
+    }
+
+    /// Regions to hide in the frame captured at `time`, with the sighting
+    /// they reach beyond (if any).
+    public func hidden(at time: UInt64) -> [Hidden] {
+        tracks.compactMap { track -> Hidden? in
             guard let first = track.observations.first, let last = track.observations.last else { return nil }
             if time + settings.lookAheadNs < first.time || time > last.time + settings.holdNs { return nil }
-            return region(track, at: time, speed: settings.motion, maxGrowth: settings.maxMotionGrowth)
+            guard let region = region(track, at: time, speed: settings.motion, maxGrowth: settings.maxMotionGrowth) else { return nil }
+            let beyond = time < first.time ? first.rect : time > last.time ? last.rect : nil
+            return Hidden(region: region, beyond: beyond)
         }
     }
 

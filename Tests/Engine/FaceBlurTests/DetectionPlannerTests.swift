@@ -195,6 +195,45 @@ final class DetectionPlannerTests: XCTestCase {
         }
     }
 
+    /// The detector finds a face only whole and with some picture around it,
+    /// so a face crossing the frame's edge is found once well inside and lost
+    /// while still partly in view.
+    /// Its part in the picture is hidden on every frame anyway (the region
+    /// reaches the edge it crosses), and the rest of the picture stays as it is.
+    func testAFaceCrossingTheFramesEdgeIsHiddenWhileTheDetectorCannotSeeItWhole() {
+        var p = planner()
+        add(&p, 0)
+        runDue(&p)
+        let (width, height) = (Double(Self.width), Double(Self.height))
+        // Enters from the right (frames 1–14), crosses, leaves on the left (from frame 46 on), 8 px per frame.
+        func face(at i: Int) -> FaceRect { FaceRect(x: width - 8 * Double(i), y: 60, width: 40, height: 48) }
+        func visible(_ f: FaceRect) -> FaceRect? { f.intersection(FaceRect(x: 0, y: 0, width: width, height: height)) }
+        func findable(_ pass: DetectionPlanner.Pass) -> [FaceRect] {
+            let f = face(at: pass.frame)
+            let inside = FaceRect(x: 20, y: 20, width: width - 40, height: height - 40)
+            return inside.intersection(f)?.area == f.area && pass.region.intersection(f)?.area == f.area ? [f] : []
+        }
+        let last = 50
+        var left: [FaceRect] = []
+        for i in 1...last {
+            let f = visible(face(at: i))
+            let changed = f.map { f in (Int(f.y) / 8...Int(f.maxY - 1) / 8).flatMap { r in (Int(f.x) / 8...Int(f.maxX - 1) / 8).map { ($0, r) } } } ?? []
+            add(&p, i, changed)
+            runDue(&p, faces: findable)
+            while let oldest = p.oldest, p.isSettled(oldest.index) {
+                if oldest.index >= 1, let f = visible(face(at: oldest.index)) {
+                    let regions = p.regions(forFrame: oldest.index)
+                    XCTAssertTrue(regions.contains { $0.intersection(f)?.area == f.area },
+                                  "frame \(oldest.index): the face's visible part \(f) is hidden: \(regions)")
+                    left.append(contentsOf: regions)
+                }
+                p.removeOldest()
+            }
+        }
+        XCTAssertFalse(left.isEmpty)
+        XCTAssertTrue(left.allSatisfy { $0.y > 20 && $0.maxY < height - 20 }, "a strip across to the edge, not the whole edge: \(left)")
+    }
+
     func testAFaceThatIsNoLongerFoundStopsHoldingFramesBack() {
         var p = planner()
         add(&p, 0)
