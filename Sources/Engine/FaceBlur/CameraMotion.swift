@@ -115,7 +115,7 @@ struct CameraMotion {
         guard previous.count == columns * rows, current.count == columns * rows, columns >= 8, rows >= 8 else { return nil }
         let a = centred(previous), b = centred(current)
         let block = Double(Self.block)
-        if let guess, guess != .identity { return fitted(a, b, around: { guess.apply($0, $1) }, fallback: guess) }
+        if let guess, guess != .identity { return fitted(a, b, around: { guess.apply($0, $1) }, fallback: .identity) }
         // 1. Global translation, coarse (cells) then fine (blocks).
         let (cc, cr) = (columns / Self.cellBlocks, rows / Self.cellBlocks)
         let ca = cells(a), cb = cells(b)
@@ -359,8 +359,8 @@ struct CameraTracker {
     let estimator: CameraMotion
     static let keyEvery = 12
     /// The most a camera zooms (scale change) or rolls (radians) from one frame to the next.
-    static let maxStepZoom = 0.015
-    static let maxStepRoll = 0.02
+    static let maxStepZoom = 0.05
+    static let maxStepRoll = 0.06
     private var key: [UInt8]
     private var previous: [UInt8]
     /// Key frame → previous frame, and the previous frame's own step.
@@ -380,27 +380,31 @@ struct CameraTracker {
     /// The motion from the previous frame to this one (previous frame's pixels → this frame's).
     mutating func next(_ blocks: [UInt8]) -> Similarity {
         defer { previous = blocks }
-        var toCurrent = estimator.motion(from: key, to: blocks, guess: sinceKey == 0 ? nil : lastStep.after(keyToPrevious))
-        if toCurrent == nil, sinceKey > 0 {
-            // Lost against the key frame: measure against the previous frame from scratch.
-            (key, keyToPrevious, sinceKey) = (previous, .identity, 0)
-            toCurrent = estimator.motion(from: key, to: blocks)
+        // Against the key frame, around where the last step leads (a steady move is measured over
+        // several frames' worth of shift, precisely); a failed or implausible fit is no answer.
+        if sinceKey > 0, let m = estimator.motion(from: key, to: blocks, guess: lastStep.after(keyToPrevious)), m != .identity {
+            let step = m.after(keyToPrevious.inverse)
+            if Self.isPlausible(step) {
+                (keyToPrevious, lastStep, sinceKey) = (m, step, sinceKey + 1)
+                if sinceKey >= Self.keyEvery || abs(m.scale - 1) > 0.1 || abs(m.angle) > 0.1 {
+                    (key, keyToPrevious, sinceKey) = (blocks, .identity, 0)
+                }
+                return step
+            }
         }
-        guard let m = toCurrent else {
-            (key, keyToPrevious, lastStep, sinceKey) = (blocks, .identity, .identity, 0)
-            return .identity
+        // From scratch against the previous frame: the camera changed pace (a whip-pan starting or
+        // stopping), or the key frame no longer matches.
+        if let m = estimator.motion(from: previous, to: blocks), m != .identity, Self.isPlausible(m) {
+            (key, keyToPrevious, lastStep, sinceKey) = (previous, m, m, 1)
+            return m
         }
-        let step = m.after(keyToPrevious.inverse)
-        guard abs(step.scale - 1) <= Self.maxStepZoom, abs(step.angle) <= Self.maxStepRoll else {
-            // Faster than a hand zooms or rolls a camera: a big subject moving in front of a still camera
-            // (with a smooth background it can seem to carry the picture); no camera motion.
-            (key, keyToPrevious, lastStep, sinceKey) = (blocks, .identity, .identity, 0)
-            return .identity
-        }
-        (keyToPrevious, lastStep, sinceKey) = (m, step, sinceKey + 1)
-        if sinceKey >= Self.keyEvery || abs(m.scale - 1) > 0.1 || abs(m.angle) > 0.1 {
-            (key, keyToPrevious, sinceKey) = (blocks, .identity, 0)
-        }
-        return step
+        (key, keyToPrevious, lastStep, sinceKey) = (blocks, .identity, .identity, 0)
+        return .identity
+    }
+
+    /// No faster zoom or roll than a hand gives a camera (a whip-pan rolls it by a few degrees a frame):
+    /// a faster one is a big subject moving in front of a still camera, which can seem to carry the picture.
+    static func isPlausible(_ step: Similarity) -> Bool {
+        abs(step.scale - 1) <= maxStepZoom && abs(step.angle) <= maxStepRoll
     }
 }
