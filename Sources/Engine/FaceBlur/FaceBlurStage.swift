@@ -73,11 +73,13 @@ public struct FaceBlurSettings: Equatable, Sendable {
     /// after it; the longer the line, the further back a face found late is traced).
     public var maxQueuedFrames = 32
     /// Pixel cells across the smaller side of a hidden region (the region is
-    /// the face with its margin, so a face gets about 2.5 cells across). With
-    /// 5, small faces in the crowd clip kept enough detail between their cells
-    /// to count as recognisable: 4 took live leaks from 80–88 to 65 of 5453
-    /// face-frames at an outside damage of 4.73 instead of 4.53.
-    public var cellsAcross = 4
+    /// the face with its margin, so a face gets about 2 cells across). Finer
+    /// cells leave edges inside a small face that the encoder sharpens: on
+    /// the crowd clip offline, 4 cells across left 90 of 5453 face-frames
+    /// with half their detail or more (mostly 20–30 px faces fully inside
+    /// their regions), 3 left 50, at the same damage outside faces (5 → 4
+    /// had taken live leaks from 80–88 to 65 before).
+    public var cellsAcross = 3
     /// The smallest cell, in pixels: small faces get coarse blocks too.
     public var minimumCell = 8
     /// Detection threads, each with its own detector (passes on different
