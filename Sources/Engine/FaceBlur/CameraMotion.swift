@@ -55,7 +55,7 @@ struct Similarity: Equatable, CustomStringConvertible {
 /// Method:
 /// 1. the translation that best maps the whole previous block grid onto
 ///    the current one, coarse to fine (4×4-block cells first, up to
-///    ±`maxCells` cells, i.e. ±192 px per frame: a whip-pan), each grid with
+///    ±`maxCells` cells, i.e. ±256 px per frame: a whip-pan), each grid with
 ///    its mean removed so a change of light is not taken for motion;
 /// 2. around it, the local shift of each textured patch of a grid (±2
 ///    blocks, refined below a block with a parabola through the costs);
@@ -73,7 +73,7 @@ struct CameraMotion {
     let columns: Int, rows: Int
     static let block = DetectionPlanner.block
     static let cellBlocks = 4
-    static let maxCells = 6
+    static let maxCells = 8
     /// Patches: `patch`×`patch` blocks, one every `patch` blocks.
     static let patch = 8
     /// Local search around the global translation, in blocks.
@@ -113,7 +113,9 @@ struct CameraMotion {
     /// errors do not pile up frame by frame).
     func motion(from previous: [UInt8], to current: [UInt8], guess: Similarity? = nil) -> Similarity? {
         guard previous.count == columns * rows, current.count == columns * rows, columns >= 8, rows >= 8 else { return nil }
-        let a = centred(previous), b = centred(current)
+        // Each grid with its mean removed, the current one at the previous one's contrast: a change
+        // of light (the lights dimming, an exposure step) is neither motion nor a failed fit.
+        let a = centred(previous), b = centred(current, contrastOf: a)
         let block = Double(Self.block)
         if let guess, guess != .identity { return fitted(a, b, around: { guess.apply($0, $1) }, fallback: .identity) }
         // 1. Global translation, coarse (cells) then fine (blocks).
@@ -246,9 +248,19 @@ struct CameraMotion {
         return max(-0.5, min(0.5, (minus - plus) / (2 * curvature)))
     }
 
-    private func centred(_ grid: [UInt8]) -> [Float] {
+    private func centred(_ grid: [UInt8], contrastOf reference: [Float]? = nil) -> [Float] {
         let mean = Float(grid.reduce(0) { $0 + Int($1) }) / Float(max(1, grid.count))
-        return grid.map { Float($0) - mean }
+        let centred = grid.map { Float($0) - mean }
+        guard let reference else { return centred }
+        let (own, wanted) = (Self.deviation(centred), Self.deviation(reference))
+        // A flat picture stays flat (nothing to scale).
+        guard own > 1, wanted > 1 else { return centred }
+        let gain = wanted / own
+        return centred.map { $0 * gain }
+    }
+
+    private static func deviation(_ centred: [Float]) -> Float {
+        (centred.reduce(0) { $0 + $1 * $1 } / Float(max(1, centred.count))).squareRoot()
     }
 
     private func cells(_ grid: [Float]) -> [Float] {
@@ -359,7 +371,7 @@ struct CameraTracker {
     let estimator: CameraMotion
     static let keyEvery = 12
     /// The most a camera zooms (scale change) or rolls (radians) from one frame to the next.
-    static let maxStepZoom = 0.05
+    static let maxStepZoom = 0.1
     static let maxStepRoll = 0.06
     private var key: [UInt8]
     private var previous: [UInt8]
@@ -402,7 +414,8 @@ struct CameraTracker {
         return .identity
     }
 
-    /// No faster zoom or roll than a hand gives a camera (a whip-pan rolls it by a few degrees a frame):
+    /// No faster zoom or roll than a hand gives a camera (a whip-pan rolls it by a few degrees a frame;
+    /// pulling back while panning fast, the `moving` clip zooms out by 6 % a frame):
     /// a faster one is a big subject moving in front of a still camera, which can seem to carry the picture.
     static func isPlausible(_ step: Similarity) -> Bool {
         abs(step.scale - 1) <= maxStepZoom && abs(step.angle) <= maxStepRoll

@@ -336,30 +336,32 @@ struct DetectionPlanner {
     /// A face cut by the frame's edge is beyond the detector (it finds
     /// faces nearly whole): entering, it is first found once mostly inside;
     /// leaving, it is lost while still partly in view. So on frames before
-    /// a face's first sighting or after its last, a sighting within
-    /// `edgeReach` face sizes of an edge makes the region reach that edge:
-    /// the strip between the face and the edge is hidden, where the rest
-    /// of such a face is.
+    /// a face's first sighting or after its last, a region within
+    /// `edgeReach` face sizes of an edge reaches that edge: the strip
+    /// between the face and the edge is hidden, where the rest of such a
+    /// face is.
     func regions(forFrame index: Int) -> [FaceRect] {
         guard let frame = frame(index) else { return [] }
         return tracker.hidden(at: frame.time).map { hidden in
             let region = frame.travel.toFrame(hidden.region)
             guard let sighting = hidden.beyond.map(frame.travel.toFrame) else { return region }
-            return reachingNearEdges(region, of: sighting)
+            return reachingNearEdges(region, faceSize: max(sighting.width, sighting.height))
         }
     }
 
-    /// How near an edge (in face sizes) a face seen last or first there may have been crossing it.
-    static let edgeReach = 1.0
+    /// How near an edge (in face sizes) a face's region may come before the face may be crossing it.
+    static let edgeReach = 0.5
 
-    /// `region`, stretched to each frame edge that `face` (frame pixels) is within `edgeReach` face sizes of.
-    func reachingNearEdges(_ region: FaceRect, of face: FaceRect) -> FaceRect {
-        let zone = Self.edgeReach * max(face.width, face.height)
+    /// `region`, stretched to each frame edge it comes within `edgeReach` face sizes of.
+    func reachingNearEdges(_ region: FaceRect, faceSize: Double) -> FaceRect {
+        let zone = Self.edgeReach * faceSize
         var (x0, y0, x1, y1) = (region.x, region.y, region.maxX, region.maxY)
-        if face.x <= zone { x0 = min(x0, 0) }
-        if face.y <= zone { y0 = min(y0, 0) }
-        if face.maxX >= Double(width) - zone { x1 = max(x1, Double(width)) }
-        if face.maxY >= Double(height) - zone { y1 = max(y1, Double(height)) }
+        // Only a region at least partly in the picture (a face carried out of it is gone).
+        guard x1 > 0, y1 > 0, x0 < Double(width), y0 < Double(height) else { return region }
+        if x0 <= zone { x0 = min(x0, 0) }
+        if y0 <= zone { y0 = min(y0, 0) }
+        if x1 >= Double(width) - zone { x1 = max(x1, Double(width)) }
+        if y1 >= Double(height) - zone { y1 = max(y1, Double(height)) }
         return FaceRect(x: x0, y: y0, width: x1 - x0, height: y1 - y0)
     }
 

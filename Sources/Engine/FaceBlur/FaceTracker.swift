@@ -233,6 +233,24 @@ public struct FaceTracker {
         tracks.first { $0.id == id }.flatMap { region($0, at: time, speed: speed, maxGrowth: maxGrowth) }
     }
 
+    /// The fastest a face moves through the scene, in face sizes per second
+    /// (a fast walker crossing close to the camera: about 6 face heights a
+    /// second sideways), and the slack, in face sizes, around where the line
+    /// between two sightings further apart than that puts it.
+    static let fastestFace = 8.0
+    static let leapAllowance = 0.5
+
+    /// Whether two sightings of a track are further apart (centres, in face
+    /// sizes) than a face moves in the time between them, and by more than
+    /// the detector's jitter (half a face size).
+    func isImplausibleLeap(_ a: Observation, _ b: Observation) -> Bool {
+        let size = max(a.rect.width, a.rect.height, b.rect.width, b.rect.height)
+        let seconds = Double(b.time > a.time ? b.time - a.time : a.time - b.time) / 1e9
+        let (dx, dy) = (b.rect.center.x - a.rect.center.x, b.rect.center.y - a.rect.center.y)
+        let apart = (dx * dx + dy * dy).squareRoot() / max(1, size)
+        return apart > 0.5 && apart > Self.fastestFace * seconds
+    }
+
     /// The union of the nearest sightings before and after `time` (and, on
     /// one side only, where the face's motion leads), grown by the margin and
     /// by `speed` over the distance to the nearest sighting.
@@ -240,13 +258,30 @@ public struct FaceTracker {
         let nearest = [track.observations.last { $0.time <= time }, track.observations.first { $0.time >= time }]
             .compactMap { $0 }
         guard var base = nearest.first?.rect else { return nil }
-        for observation in nearest.dropFirst() { base = base.union(observation.rect) }
+        var leap = 0.0
+        if settings.growsByFaceSize, nearest.count == 2, isImplausibleLeap(nearest[0], nearest[1]),
+           let between = predicted(track.observations, at: time) {
+            // Faster through the scene than anyone moves: a camera motion the estimate missed, or two
+            // faces taken for one. Either way the face is near the line between the sightings, not
+            // anywhere along the whole stretch (which spanned the picture between two people).
+            base = between
+            leap = Self.leapAllowance
+        } else {
+            for observation in nearest.dropFirst() { base = base.union(observation.rect) }
+        }
         if nearest.count == 1, track.observations.count >= 2, let ahead = predicted(track.observations, at: time) {
-            // Before the first or after the last sighting: also where its motion leads.
-            base = base.union(ahead)
+            // Before the first or after the last sighting: also where its motion leads, unless that
+            // motion is a leap no face makes (then it is no motion to go by).
+            let list = track.observations
+            let pair = time < list[0].time ? (list[0], list[1]) : (list[list.count - 2], list[list.count - 1])
+            if settings.growsByFaceSize, isImplausibleLeap(pair.0, pair.1) {
+                leap = Self.leapAllowance
+            } else {
+                base = base.union(ahead)
+            }
         }
         let distance = nearest.map { $0.time > time ? $0.time - time : time - $0.time }.min() ?? 0
-        let grow = settings.margin + min(maxGrowth, speed * Double(distance) / 1e9)
+        let grow = settings.margin + min(maxGrowth, speed * Double(distance) / 1e9) + leap
         guard settings.growsByFaceSize else { return base.expanded(by: grow) }
         // Grown by the face's own size, not the united box's: two sightings far apart (a fast face)
         // or a long extrapolation would otherwise grow the region by a share of the whole stretch.
