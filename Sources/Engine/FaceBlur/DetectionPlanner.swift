@@ -191,7 +191,7 @@ struct DetectionPlanner {
     private var travel = Travel()
     private(set) var cameraSpeed = 0.0
     /// Scenes started so far, and the last one's transform from the scene before.
-    private var sceneEpoch = 0
+    private(set) var sceneEpoch = 0
     private var lastRebase = Similarity.identity
 
     init(settings: Settings, tracker: FaceTracker, width: Int, height: Int) {

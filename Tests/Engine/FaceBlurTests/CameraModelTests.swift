@@ -90,4 +90,48 @@ final class CameraModelTests: XCTestCase {
                           "frame \(i): the face at \(truth) is hidden: \(regions)")
         }
     }
+
+    /// A push-in past 2× moves the scene to the newest frame's pixels (face
+    /// sizes in scene pixels keep their meaning), carrying sightings and held
+    /// frames across: a face no longer found after the rebase (the hold covers
+    /// it) stays hidden where the camera takes it, by a region that fits it.
+    func testAPushInPastTwiceTheScaleRebasesTheSceneAndKeepsTheFaceHidden() {
+        var s = DetectionPlanner.Settings()
+        s.tileEvery = 0
+        s.wholeEvery = 4
+        s.followEvery = 4
+        let (width, height) = (Self.width, Self.height)
+        var p = DetectionPlanner(settings: s, tracker: FaceTracker(), width: width, height: height)
+        let step = Similarity(a: 1.05, b: 0, tx: -0.05 * Double(width) / 2, ty: -0.05 * Double(height) / 2)   // 5 % a frame about the centre
+        func face(at i: Int) -> FaceRect {
+            var m = Similarity.identity
+            for _ in 0..<i { m = step.after(m) }
+            return m.apply(FaceRect(x: 360, y: 200, width: 24, height: 30))
+        }
+        // Found wherever searched up to frame 12, then no more (it turned away): the hold covers it.
+        func found(_ pass: DetectionPlanner.Pass) -> [FaceRect] {
+            let f = face(at: pass.frame)
+            return pass.frame <= 12 && (pass.region.intersection(f)?.area ?? 0) >= 0.999 * f.area ? [f] : []
+        }
+        let columns = (width + 7) / 8, rows = (height + 7) / 8
+        for i in 0..<20 {
+            // The picture changes on every frame (a zoom), so the whole frame is searched every 4.
+            p.add(index: i, time: UInt64(i) * Self.frameNs, blocks: [UInt8](repeating: UInt8(100 + 40 * (i % 2)), count: columns * rows),
+                  cameraMotion: i == 0 ? .identity : step)
+            while let pass = p.nextPass() {
+                p.begin(pass)
+                p.record(pass, found: found(pass))
+            }
+            while let oldest = p.oldest, p.isSettled(oldest.index) {
+                let truth = face(at: oldest.index)
+                if truth.maxX < Double(width), truth.maxY < Double(height) {
+                    // Hidden, by a region that fits it (margin and the hold's growth), not one from another scene's scale.
+                    XCTAssertTrue(p.regions(forFrame: oldest.index).contains { ($0.intersection(truth)?.area ?? 0) >= 0.999 * truth.area && $0.area < 8 * truth.area },
+                                  "frame \(oldest.index): \(truth) is hidden: \(p.regions(forFrame: oldest.index))")
+                }
+                p.removeOldest()
+            }
+        }
+        XCTAssertEqual(p.sceneEpoch, 1, "the scene was rebased once (2.5× the scale)")
+    }
 }
