@@ -109,7 +109,6 @@ public struct FaceBlurSettings: Equatable, Sendable {
             // longer hide by accident the small faces no search found: tiles are searched enlarged
             // 1.5× (faces from ~15 px). On the crowd clip: 91 of 5453 face-frames recognisable (94
             // before), damage outside faces 3.37 → 2.30, at 0.57× → 0.36× real time.
-            tracker.growsByFaceSize = true
             tileScale = 1.5
             maxQueuedFrames = max(wholeEvery, tileEvery) + 16
             // Templates save time, which offline has: every follow runs the network

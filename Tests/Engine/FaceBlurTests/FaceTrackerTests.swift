@@ -71,13 +71,13 @@ final class FaceTrackerTests: XCTestCase {
         XCTAssertEqual(tracker.regions(at: second), [a.expanded(by: 0.25)], "on a sighting: the face and its margin")
     }
 
-    /// Fitted regions and enlarged tiles go together: offline both (the tiles find the small faces the
-    /// bigger regions hid by accident), live neither (it cannot afford the tiles); a config can set the tiles.
-    func testFittedRegionsAndEnlargedTilesAreOfflinesDefaultsOnly() throws {
+    /// Regions fit the faces live and offline; enlarged tiles are offline's default only (live cannot
+    /// afford them); a config can set the tiles.
+    func testFittedRegionsEverywhereAndEnlargedTilesOffline() throws {
         let offline = FaceBlurSettings(modelPath: "m", offline: true), live = FaceBlurSettings(modelPath: "m")
         XCTAssertTrue(offline.tracker.growsByFaceSize)
         XCTAssertEqual(offline.plannerSettings(realTime: false).tileScale, 1.5)
-        XCTAssertFalse(live.tracker.growsByFaceSize)
+        XCTAssertTrue(live.tracker.growsByFaceSize)
         XCTAssertEqual(live.plannerSettings(realTime: true).tileScale, 1)
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("tile-scale-\(getpid()).toml")
         try "[recording]\npipeline = \"p\"\n[privacy]\ntile_scale = 2\n".write(to: file, atomically: true, encoding: .utf8)
