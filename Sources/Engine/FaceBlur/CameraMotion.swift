@@ -46,17 +46,19 @@ struct Similarity: Equatable, CustomStringConvertible {
 /// 8×8 block means the stage computes anyway.
 ///
 /// When the camera moves, every face moves with it: the tracker then
-/// works in *scene* coordinates (the first frame's pixels, see
+/// works in *scene* coordinates (an earlier frame's pixels, see
 /// `DetectionPlanner.Travel`), where a person standing still stays still
-/// while the camera pans, zooms or rolls, so predictions, follow searches
-/// and traces back land where the face is; and a part of the picture that
-/// a search confirmed stays confirmed while the camera carries it around.
+/// while the camera pans, zooms or rolls, so predictions, follow searches,
+/// traces back and hidden regions land where the face is. (Searches are
+/// still scheduled on plain block changes: skipping them on this model's
+/// word let faces through once, commit `ba6c007`.)
 ///
 /// Method:
 /// 1. the translation that best maps the whole previous block grid onto
 ///    the current one, coarse to fine (4×4-block cells first, up to
 ///    ±`maxCells` cells, i.e. ±256 px per frame: a whip-pan), each grid with
-///    its mean removed so a change of light is not taken for motion;
+///    its mean removed and the current one at the previous one's contrast,
+///    so a change of light is not taken for motion;
 /// 2. around it, the local shift of each textured patch of a grid (±2
 ///    blocks, refined below a block with a parabola through the costs);
 /// 3. a similarity fitted to those shifts by iteratively reweighted least
