@@ -15,6 +15,12 @@ struct Similarity: Equatable, CustomStringConvertible {
         (a * x - b * y + tx, b * x + a * y + ty)
     }
 
+    /// How far the point (x, y) moves.
+    func displacement(ofX x: Double, y: Double) -> (dx: Double, dy: Double) {
+        let m = apply(x, y)
+        return (m.x - x, m.y - y)
+    }
+
     /// `self` after `first`: p ↦ self(first(p)).
     func after(_ first: Similarity) -> Similarity {
         Similarity(a: a * first.a - b * first.b, b: b * first.a + a * first.b,
@@ -95,15 +101,6 @@ struct CameraMotion {
     /// For frames of this size (the block grid `PlaneEditor.blockMeans` makes).
     init(frameWidth width: Int, height: Int) {
         self.init(columns: (width + Self.block - 1) / Self.block, rows: (height + Self.block - 1) / Self.block)
-    }
-
-    /// Translation in pixels (dx, dy): content at p in `previous` is at p + (dx, dy) in `current`
-    /// (the translation part of `motion` at the frame's centre).
-    func shift(from previous: [UInt8], to current: [UInt8]) -> (dx: Double, dy: Double) {
-        let m = motion(from: previous, to: current) ?? .identity
-        let (cx, cy) = (Double(columns * Self.block) / 2, Double(rows * Self.block) / 2)
-        let c = m.apply(cx, cy)
-        return (c.x - cx, c.y - cy)
     }
 
     /// The transform taking a point of `previous` (frame pixels) to where

@@ -254,11 +254,11 @@ struct DetectionPlanner {
     /// measured by the stage).
     mutating func add(index: Int, time: UInt64, blocks: [UInt8], cameraMotion: Similarity = .identity) {
         travel.frameToScene = travel.frameToScene.after(cameraMotion.inverse)
-        // How far the picture moved, on average over the frame, in scene pixels.
-        let (cx, cy) = (Double(width) / 2, Double(height) / 2)
-        let moved = cameraMotion.apply(cx, cy)
-        let zoomReach = abs(cameraMotion.scale - 1) * Double(width + height) / 4 + abs(cameraMotion.angle) * Double(width + height) / 4
-        cameraSpeed = (((moved.x - cx) * (moved.x - cx) + (moved.y - cy) * (moved.y - cy)).squareRoot() + zoomReach) * travel.frameToScene.scale
+        // How far the picture moved, on average over the frame, in scene pixels: the centre's
+        // shift, and what zoom and roll add at a typical distance from it.
+        let centre = cameraMotion.displacement(ofX: Double(width) / 2, y: Double(height) / 2)
+        let zoomAndRoll = (abs(cameraMotion.scale - 1) + abs(cameraMotion.angle)) * Double(width + height) / 4
+        cameraSpeed = ((centre.dx * centre.dx + centre.dy * centre.dy).squareRoot() + zoomAndRoll) * travel.frameToScene.scale
         if abs(log(travel.frameToScene.scale)) > log(2) || abs(travel.frameToScene.angle) > 0.5 { rebaseScene() }
         var frame = Frame(index: index, time: time, blocks: blocks, travel: travel)
         for i in areas.indices where areas[i].dirtySince == nil && changed(i, frame) {

@@ -260,28 +260,26 @@ public struct FaceTracker {
         let nearest = [track.observations.last { $0.time <= time }, track.observations.first { $0.time >= time }]
             .compactMap { $0 }
         guard var base = nearest.first?.rect else { return nil }
-        var leap = 0.0
-        if settings.growsByFaceSize, nearest.count == 2, isImplausibleLeap(nearest[0], nearest[1]),
-           let between = predicted(track.observations, at: time) {
-            // Faster through the scene than anyone moves: a camera motion the estimate missed, or two
-            // faces taken for one. Either way the face is near the line between the sightings, not
-            // anywhere along the whole stretch (which spanned the picture between two people).
-            base = between
-            leap = Self.leapAllowance
-        } else {
-            for observation in nearest.dropFirst() { base = base.union(observation.rect) }
-        }
-        if nearest.count == 1, track.observations.count >= 2, let ahead = predicted(track.observations, at: time) {
-            // Before the first or after the last sighting: also where its motion leads, unless that
-            // motion is a leap no face makes (then it is no motion to go by).
-            let list = track.observations
-            let pair = time < list[0].time ? (list[0], list[1]) : (list[list.count - 2], list[list.count - 1])
-            if settings.growsByFaceSize, isImplausibleLeap(pair.0, pair.1) {
-                leap = Self.leapAllowance
+        let list = track.observations
+        // The two sightings the face's motion is read from: those around `time`, or (before the first
+        // or after the last sighting) the first or last two. Faster through the scene than anyone
+        // moves is a camera motion the estimate missed, or two faces taken for one: no motion to go
+        // by, and the face is near the line between them, not anywhere along the whole stretch
+        // (which spanned the picture between two people).
+        let pair = nearest.count == 2 ? (nearest[0], nearest[1])
+            : list.count >= 2 ? (time < list[0].time ? (list[0], list[1]) : (list[list.count - 2], list[list.count - 1])) : nil
+        let leaps = settings.growsByFaceSize && (pair.map { isImplausibleLeap($0.0, $0.1) } ?? false)
+        if nearest.count == 2 {
+            if leaps, let between = predicted(list, at: time) {
+                base = between
             } else {
-                base = base.union(ahead)
+                base = base.union(nearest[1].rect)
             }
+        } else if list.count >= 2, !leaps, let ahead = predicted(list, at: time) {
+            // Before the first or after the last sighting: also where its motion leads.
+            base = base.union(ahead)
         }
+        let leap = leaps ? Self.leapAllowance : 0
         let distance = nearest.map { $0.time > time ? $0.time - time : time - $0.time }.min() ?? 0
         let grow = settings.margin + min(maxGrowth, speed * Double(distance) / 1e9) + leap
         guard settings.growsByFaceSize else { return base.expanded(by: grow) }

@@ -3,6 +3,15 @@ import XCTest
 
 /// The camera's own motion from block means: a pan is measured to within a
 /// few pixels, a change of light alone is no motion.
+extension CameraMotion {
+    /// The picture's shift at the frame's centre in pixels (dx, dy): content at p in `previous` is at
+    /// p + (dx, dy) in `current`; none when the motion cannot be told.
+    func shift(from previous: [UInt8], to current: [UInt8]) -> (dx: Double, dy: Double) {
+        (motion(from: previous, to: current) ?? .identity)
+            .displacement(ofX: Double(columns * Self.block) / 2, y: Double(rows * Self.block) / 2)
+    }
+}
+
 final class CameraMotionTests: XCTestCase {
     static let (width, height) = (640, 368)
 
