@@ -48,7 +48,17 @@ public struct FaceTracker {
     }
 
     public struct Observation: Equatable { public var time: UInt64; public var rect: FaceRect }
-    struct Track { var id: Int; var observations: [Observation] }
+    struct Track {
+        var id: Int
+        var observations: [Observation]
+        /// Searches that looked for the face where it was expected and did
+        /// not find it, time after time: after its last sighting (a follow
+        /// gave up at `goneAfter`) or before its first (a trace back gave up
+        /// at `goneBefore`). The face is not there from then on (back): it
+        /// was hidden behind something, or it left.
+        var goneAfter: UInt64?
+        var goneBefore: UInt64?
+    }
 
     public var settings: Settings
     private var tracks: [Track] = []
@@ -94,6 +104,21 @@ public struct FaceTracker {
         // Keep what can still matter: the first and the recent ones.
         if list.count > 96 { list.removeSubrange(1..<(list.count - 64)) }
         tracks[index].observations = list
+        // Seen again: it was not gone after all.
+        if let gone = tracks[index].goneAfter, observation.time >= gone { tracks[index].goneAfter = nil }
+        if let gone = tracks[index].goneBefore, observation.time <= gone { tracks[index].goneBefore = nil }
+    }
+
+    /// Searches gave up looking for track `id`'s face at `time`, after its
+    /// last sighting (`afterLastSighting`) or before its first (a trace back).
+    mutating func markGone(_ id: Int, at time: UInt64, afterLastSighting: Bool) {
+        guard let index = tracks.firstIndex(where: { $0.id == id }),
+              let first = tracks[index].observations.first, let last = tracks[index].observations.last else { return }
+        if afterLastSighting, time > last.time {
+            tracks[index].goneAfter = min(tracks[index].goneAfter ?? .max, time)
+        } else if !afterLastSighting, time < first.time {
+            tracks[index].goneBefore = max(tracks[index].goneBefore ?? 0, time)
+        }
     }
 
     /// The track this detection continues: of similar size (within 2×) and
@@ -186,6 +211,9 @@ public struct FaceTracker {
         let moved = tracks.remove(at: from).observations
         let into = tracks.firstIndex { $0.id == id }!
         for observation in moved { insert(observation, into: into) }
+        // What the searches gave up on was one half of the face's sightings: hide the whole again.
+        tracks[into].goneAfter = nil
+        tracks[into].goneBefore = nil
     }
 
     /// Carries every sighting through `transform` (the scene's coordinates changed).
@@ -209,9 +237,12 @@ public struct FaceTracker {
     /// A region to hide, and, when the frame lies before the face's first
     /// sighting or after its last, that sighting: the face may have been
     /// entering or leaving the picture there (the caller knows its edges).
+    /// `searchedAndGone`: on that side of the sightings, searches for the
+    /// face gave up at or before this frame (see `markGone`).
     public struct Hidden: Equatable {
         public var region: FaceRect
         public var beyond: FaceRect?
+        public var searchedAndGone = false
     }
 
     /// Regions to hide in the frame captured at `time`, with the sighting
@@ -222,7 +253,8 @@ public struct FaceTracker {
             if time + settings.lookAheadNs < first.time || time > last.time + settings.holdNs { return nil }
             guard let region = region(track, at: time, speed: settings.motion, maxGrowth: settings.maxMotionGrowth) else { return nil }
             let beyond = time < first.time ? first.rect : time > last.time ? last.rect : nil
-            return Hidden(region: region, beyond: beyond)
+            let gone = time < first.time ? track.goneBefore.map { time <= $0 } : time > last.time ? track.goneAfter.map { time >= $0 } : nil
+            return Hidden(region: region, beyond: beyond, searchedAndGone: gone ?? false)
         }
     }
 

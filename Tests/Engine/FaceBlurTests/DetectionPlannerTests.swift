@@ -247,6 +247,42 @@ final class DetectionPlannerTests: XCTestCase {
         XCTAssertFalse(p.tracker.regions(at: 10 * Self.frameNs).isEmpty, "held")
     }
 
+    /// A face searched for where it was expected and not found, again and
+    /// again, went behind someone or left: from the last miss on its region is
+    /// no longer hidden, though the tracker's hold still covers it (before,
+    /// a face behind a passer-by kept its region, grown, for the whole hold).
+    /// Near an edge it stays hidden (a face half out of the picture is not
+    /// found either), and a face found again is hidden again.
+    func testAFaceSearchedForAndNotFoundIsNoLongerHiddenExceptNearAnEdge() {
+        var p = planner()
+        add(&p, 0)
+        let middle = FaceRect(x: 140, y: 70, width: 40, height: 48), atEdge = FaceRect(x: 2, y: 70, width: 40, height: 48)
+        runDue(&p) { $0.kind == .whole ? [middle, atEdge] : [] }
+        XCTAssertEqual(p.follows.count, 2)
+        for i in 1...12 { add(&p, i, [(13, 1)]); runDue(&p) }
+        XCTAssertTrue(p.follows.values.allSatisfy(\.lost))
+        let firstMiss = 1, gone = p.follows.values.map(\.checkedThrough).max()!
+        XCTAssertLessThan(gone, 12)
+        func hides(_ face: FaceRect, _ i: Int) -> Bool {
+            p.regions(forFrame: i).contains { $0.intersection(face)?.area == face.area }
+        }
+        for i in firstMiss..<gone {
+            XCTAssertTrue(hides(middle, i) && hides(atEdge, i), "frame \(i), before searches gave up: both hidden")
+        }
+        for i in gone...12 {
+            XCTAssertFalse(p.regions(forFrame: i).contains { $0.intersection(middle) != nil }, "frame \(i): gone, not hidden")
+            XCTAssertTrue(hides(atEdge, i), "frame \(i): near the edge, still hidden")
+            XCTAssertEqual(p.tracker.regions(at: UInt64(i) * Self.frameNs).count, 2, "the tracker's hold is unchanged")
+        }
+        // Found again by a whole-frame pass: hidden again.
+        var refound: Int?
+        for i in 13...24 where refound == nil {
+            add(&p, i, i % 2 == 0 ? [(13, 1)] : [(14, 1)])   // the picture changes: whole-frame passes are due
+            for pass in runDue(&p, faces: { $0.kind == .whole ? [middle] : [] }) where pass.kind == .whole { refound = pass.frame }
+        }
+        XCTAssertTrue(hides(middle, try XCTUnwrap(refound)))
+    }
+
     /// Between two network runs on a face, at most `templateFollows` forward
     /// follows may be answered by its template; then the network looks again
     /// (a template that drifted is corrected), and traces back always use it.

@@ -79,6 +79,11 @@ final class FaceTrackerTests: XCTestCase {
         XCTAssertEqual(offline.plannerSettings(realTime: false).tileScale, 1.5)
         XCTAssertTrue(live.tracker.growsByFaceSize)
         XCTAssertEqual(live.plannerSettings(realTime: true).tileScale, 1)
+        // Offline's enlarged tiles are large (3 × 2 at 720p, as live's at full resolution): 20 small
+        // ones searched nearly twice the picture's pixels, in their overlaps.
+        let offlinePlanner = DetectionPlanner(settings: offline.plannerSettings(realTime: false), tracker: FaceTracker(), width: 1280, height: 720)
+        XCTAssertEqual(offlinePlanner.areas.count - 1, 6)
+        XCTAssertTrue(offlinePlanner.areas.dropFirst().allSatisfy { $0.rect.width == 490 && $0.rect.height == 405 }, "\(offlinePlanner.areas.map(\.rect))")
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("tile-scale-\(getpid()).toml")
         try "[recording]\npipeline = \"p\"\n[privacy]\ntile_scale = 2\n".write(to: file, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: file) }
