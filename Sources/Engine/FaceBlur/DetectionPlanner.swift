@@ -354,7 +354,8 @@ struct DetectionPlanner {
             let region = frame.travel.toFrame(hidden.region)
             guard let sighting = hidden.beyond.map(frame.travel.toFrame) else { return region }
             let faceSize = max(sighting.width, sighting.height)
-            if hidden.searchedAndGone, !isNearEdge(region, faceSize: faceSize) { return nil }
+            // Near an edge: the face itself, not its region (a big face's margin reaches an edge from afar).
+            if hidden.searchedAndGone, !isNearEdge(frame.travel.toFrame(hidden.face), faceSize: faceSize) { return nil }
             return reachingNearEdges(region, faceSize: faceSize)
         }
     }

@@ -238,11 +238,14 @@ public struct FaceTracker {
     /// sighting or after its last, that sighting: the face may have been
     /// entering or leaving the picture there (the caller knows its edges).
     /// `searchedAndGone`: on that side of the sightings, searches for the
-    /// face gave up at or before this frame (see `markGone`).
+    /// face gave up at or before this frame (see `markGone`); `face`: where
+    /// the face itself may be (the sighting, and where its motion leads),
+    /// without the region's margin and growth.
     public struct Hidden: Equatable {
         public var region: FaceRect
         public var beyond: FaceRect?
         public var searchedAndGone = false
+        public var face: FaceRect
     }
 
     /// Regions to hide in the frame captured at `time`, with the sighting
@@ -251,10 +254,10 @@ public struct FaceTracker {
         tracks.compactMap { track -> Hidden? in
             guard let first = track.observations.first, let last = track.observations.last else { return nil }
             if time + settings.lookAheadNs < first.time || time > last.time + settings.holdNs { return nil }
-            guard let region = region(track, at: time, speed: settings.motion, maxGrowth: settings.maxMotionGrowth) else { return nil }
+            guard let (face, region) = hiddenRegion(track, at: time, speed: settings.motion, maxGrowth: settings.maxMotionGrowth) else { return nil }
             let beyond = time < first.time ? first.rect : time > last.time ? last.rect : nil
             let gone = time < first.time ? track.goneBefore.map { time <= $0 } : time > last.time ? track.goneAfter.map { time >= $0 } : nil
-            return Hidden(region: region, beyond: beyond, searchedAndGone: gone ?? false)
+            return Hidden(region: region, beyond: beyond, searchedAndGone: gone ?? false, face: face)
         }
     }
 
@@ -264,7 +267,7 @@ public struct FaceTracker {
     /// region as `regions(at:)`, at any distance from the sightings, grown
     /// by `speed` box sizes per second of distance up to `maxGrowth`.
     public func reach(of id: Int, at time: UInt64, speed: Double, maxGrowth: Double) -> FaceRect? {
-        tracks.first { $0.id == id }.flatMap { region($0, at: time, speed: speed, maxGrowth: maxGrowth) }
+        tracks.first { $0.id == id }.flatMap { hiddenRegion($0, at: time, speed: speed, maxGrowth: maxGrowth)?.region }
     }
 
     /// The fastest a face moves through the scene, in face sizes per second
@@ -288,7 +291,7 @@ public struct FaceTracker {
     /// The union of the nearest sightings before and after `time` (and, on
     /// one side only, where the face's motion leads), grown by the margin and
     /// by `speed` over the distance to the nearest sighting.
-    private func region(_ track: Track, at time: UInt64, speed: Double, maxGrowth: Double) -> FaceRect? {
+    private func hiddenRegion(_ track: Track, at time: UInt64, speed: Double, maxGrowth: Double) -> (face: FaceRect, region: FaceRect)? {
         let nearest = [track.observations.last { $0.time <= time }, track.observations.first { $0.time >= time }]
             .compactMap { $0 }
         guard var base = nearest.first?.rect else { return nil }
@@ -314,12 +317,12 @@ public struct FaceTracker {
         let leap = leaps ? Self.leapAllowance : 0
         let distance = nearest.map { $0.time > time ? $0.time - time : time - $0.time }.min() ?? 0
         let grow = settings.margin + min(maxGrowth, speed * Double(distance) / 1e9) + leap
-        guard settings.growsByFaceSize else { return base.expanded(by: grow) }
+        guard settings.growsByFaceSize else { return (base, base.expanded(by: grow)) }
         // Grown by the face's own size, not the united box's: two sightings far apart (a fast face)
         // or a long extrapolation would otherwise grow the region by a share of the whole stretch.
         let face = (width: nearest.map(\.rect.width).reduce(0, +) / Double(nearest.count),
                     height: nearest.map(\.rect.height).reduce(0, +) / Double(nearest.count))
         let (dx, dy) = (face.width * grow, face.height * grow)
-        return FaceRect(x: base.x - dx, y: base.y - dy, width: base.width + 2 * dx, height: base.height + 2 * dy)
+        return (base, FaceRect(x: base.x - dx, y: base.y - dy, width: base.width + 2 * dx, height: base.height + 2 * dy))
     }
 }

@@ -252,13 +252,15 @@ final class DetectionPlannerTests: XCTestCase {
     /// no longer hidden, though the tracker's hold still covers it (before,
     /// a face behind a passer-by kept its region, grown, for the whole hold).
     /// Near an edge it stays hidden (a face half out of the picture is not
-    /// found either), and a face found again is hidden again.
+    /// found either: the face near the edge, not only its region's margin),
+    /// and a face found again is hidden again.
     func testAFaceSearchedForAndNotFoundIsNoLongerHiddenExceptNearAnEdge() {
         var p = planner()
         add(&p, 0)
         let middle = FaceRect(x: 140, y: 70, width: 40, height: 48), atEdge = FaceRect(x: 2, y: 70, width: 40, height: 48)
-        runDue(&p) { $0.kind == .whole ? [middle, atEdge] : [] }
-        XCTAssertEqual(p.follows.count, 2)
+        let regionNearEdge = FaceRect(x: 200, y: 40, width: 50, height: 60)   // its margin reaches the top edge, not the face
+        runDue(&p) { $0.kind == .whole ? [middle, atEdge, regionNearEdge] : [] }
+        XCTAssertEqual(p.follows.count, 3)
         for i in 1...12 { add(&p, i, [(13, 1)]); runDue(&p) }
         XCTAssertTrue(p.follows.values.allSatisfy(\.lost))
         let firstMiss = 1, gone = p.follows.values.map(\.checkedThrough).max()!
@@ -267,12 +269,13 @@ final class DetectionPlannerTests: XCTestCase {
             p.regions(forFrame: i).contains { $0.intersection(face)?.area == face.area }
         }
         for i in firstMiss..<gone {
-            XCTAssertTrue(hides(middle, i) && hides(atEdge, i), "frame \(i), before searches gave up: both hidden")
+            XCTAssertTrue(hides(middle, i) && hides(atEdge, i) && hides(regionNearEdge, i), "frame \(i), before searches gave up: all hidden")
         }
         for i in gone...12 {
-            XCTAssertFalse(p.regions(forFrame: i).contains { $0.intersection(middle) != nil }, "frame \(i): gone, not hidden")
+            XCTAssertFalse(p.regions(forFrame: i).contains { $0.intersection(middle) != nil || $0.intersection(regionNearEdge) != nil },
+                           "frame \(i): gone, not hidden")
             XCTAssertTrue(hides(atEdge, i), "frame \(i): near the edge, still hidden")
-            XCTAssertEqual(p.tracker.regions(at: UInt64(i) * Self.frameNs).count, 2, "the tracker's hold is unchanged")
+            XCTAssertEqual(p.tracker.regions(at: UInt64(i) * Self.frameNs).count, 3, "the tracker's hold is unchanged")
         }
         // Found again by a whole-frame pass: hidden again.
         var refound: Int?
