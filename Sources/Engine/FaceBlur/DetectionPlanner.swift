@@ -336,10 +336,13 @@ struct DetectionPlanner {
     /// A face cut by the frame's edge is beyond the detector (it finds
     /// faces nearly whole): entering, it is first found once mostly inside;
     /// leaving, it is lost while still partly in view. So on frames before
-    /// a face's first sighting or after its last, a region within
-    /// `edgeReach` face sizes of an edge reaches that edge: the strip
+    /// a face's first sighting or after its last, the region of a face
+    /// within `edgeReach` face sizes of an edge reaches that edge: the strip
     /// between the face and the edge is hidden, where the rest of such a
-    /// face is.
+    /// face is. (The face itself, where it was seen and where its motion
+    /// leads, not its region: a big face's margin and growth reached an
+    /// edge from a face size away, and a region held after a face went
+    /// behind someone then ran up to the top of the picture.)
     ///
     /// A face searched for and not found, again and again, after its last
     /// sighting (or before its first) is gone from then on (back): it went
@@ -353,33 +356,32 @@ struct DetectionPlanner {
         return tracker.hidden(at: frame.time).compactMap { hidden in
             let region = frame.travel.toFrame(hidden.region)
             guard let sighting = hidden.beyond.map(frame.travel.toFrame) else { return region }
-            let faceSize = max(sighting.width, sighting.height)
-            // Near an edge: the face itself, not its region (a big face's margin reaches an edge from afar).
-            if hidden.searchedAndGone, !isNearEdge(frame.travel.toFrame(hidden.face), faceSize: faceSize) { return nil }
-            return reachingNearEdges(region, faceSize: faceSize)
+            let faceSize = max(sighting.width, sighting.height), face = frame.travel.toFrame(hidden.face)
+            if hidden.searchedAndGone, !isNearEdge(face, faceSize: faceSize) { return nil }
+            return reachingNearEdges(region, of: face, faceSize: faceSize)
         }
     }
 
     /// How near an edge (in face sizes) a face's region may come before the face may be crossing it.
     static let edgeReach = 0.5
 
-    /// Whether `region` is in the picture and comes within `edgeReach` face sizes of an edge.
-    func isNearEdge(_ region: FaceRect, faceSize: Double) -> Bool {
+    /// Whether `face` is in the picture and comes within `edgeReach` face sizes of an edge.
+    func isNearEdge(_ face: FaceRect, faceSize: Double) -> Bool {
         let zone = Self.edgeReach * faceSize
-        guard region.maxX > 0, region.maxY > 0, region.x < Double(width), region.y < Double(height) else { return false }
-        return region.x <= zone || region.y <= zone || region.maxX >= Double(width) - zone || region.maxY >= Double(height) - zone
+        guard face.maxX > 0, face.maxY > 0, face.x < Double(width), face.y < Double(height) else { return false }
+        return face.x <= zone || face.y <= zone || face.maxX >= Double(width) - zone || face.maxY >= Double(height) - zone
     }
 
-    /// `region`, stretched to each frame edge it comes within `edgeReach` face sizes of.
-    func reachingNearEdges(_ region: FaceRect, faceSize: Double) -> FaceRect {
+    /// `region`, stretched to each frame edge that `face` comes within `edgeReach` face sizes of.
+    func reachingNearEdges(_ region: FaceRect, of face: FaceRect, faceSize: Double) -> FaceRect {
         let zone = Self.edgeReach * faceSize
         var (x0, y0, x1, y1) = (region.x, region.y, region.maxX, region.maxY)
-        // Only a region at least partly in the picture (a face carried out of it is gone).
-        guard isNearEdge(region, faceSize: faceSize) else { return region }
-        if x0 <= zone { x0 = min(x0, 0) }
-        if y0 <= zone { y0 = min(y0, 0) }
-        if x1 >= Double(width) - zone { x1 = max(x1, Double(width)) }
-        if y1 >= Double(height) - zone { y1 = max(y1, Double(height)) }
+        // Only a face at least partly in the picture (one carried out of it is gone).
+        guard isNearEdge(face, faceSize: faceSize) else { return region }
+        if face.x <= zone { x0 = min(x0, 0) }
+        if face.y <= zone { y0 = min(y0, 0) }
+        if face.maxX >= Double(width) - zone { x1 = max(x1, Double(width)) }
+        if face.maxY >= Double(height) - zone { y1 = max(y1, Double(height)) }
         return FaceRect(x: x0, y: y0, width: x1 - x0, height: y1 - y0)
     }
 

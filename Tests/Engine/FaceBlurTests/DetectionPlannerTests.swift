@@ -270,6 +270,8 @@ final class DetectionPlannerTests: XCTestCase {
         }
         for i in firstMiss..<gone {
             XCTAssertTrue(hides(middle, i) && hides(atEdge, i) && hides(regionNearEdge, i), "frame \(i), before searches gave up: all hidden")
+            XCTAssertTrue(p.regions(forFrame: i).contains { $0.x <= 0 }, "frame \(i): the face at the edge, to the edge")
+            XCTAssertFalse(p.regions(forFrame: i).contains { $0.y <= 0 }, "frame \(i): no face is near the top edge, no region reaches it")
         }
         for i in gone...12 {
             XCTAssertFalse(p.regions(forFrame: i).contains { $0.intersection(middle) != nil || $0.intersection(regionNearEdge) != nil },
