@@ -44,6 +44,11 @@ public struct FaceTracker {
         /// roll it no longer does (bench/live-faces crowd: 74 → 77, outside damage
         /// 3.17 → 2.88; fixed: 0 → 0, 3.72 → 3.20). Off: the regions of before.
         public var growsByFaceSize = true
+        /// A face searched for where it was expected and not found, again and
+        /// again, is gone from then on (`markGone`): its hold ends there
+        /// (the planner keeps it near an edge). Off: held for `holdNs` whatever
+        /// the searches say.
+        public var goneEndsHold = true
         public init() {}
     }
 
@@ -257,7 +262,7 @@ public struct FaceTracker {
             guard let (face, region) = hiddenRegion(track, at: time, speed: settings.motion, maxGrowth: settings.maxMotionGrowth) else { return nil }
             let beyond = time < first.time ? first.rect : time > last.time ? last.rect : nil
             let gone = time < first.time ? track.goneBefore.map { time <= $0 } : time > last.time ? track.goneAfter.map { time >= $0 } : nil
-            return Hidden(region: region, beyond: beyond, searchedAndGone: gone ?? false, face: face)
+            return Hidden(region: region, beyond: beyond, searchedAndGone: settings.goneEndsHold && gone == true, face: face)
         }
     }
 
