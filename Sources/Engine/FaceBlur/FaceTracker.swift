@@ -7,7 +7,8 @@ import Foundation
 /// or the surroundings of a face already followed), so a frame is usually
 /// between two detections. A track's region covers a frame when the frame
 /// lies within `hold` after the track was last seen or within `lookAhead`
-/// before it was first seen. The region is the union of the nearest
+/// before it was first seen (and searches have not given up on the face
+/// there: `markGone`, `goneEndsHold`). The region is the union of the nearest
 /// observations before and after the frame, grown by `margin` (the whole
 /// head, not the tight box) and by `motion` box sizes per second of
 /// distance to the nearest observation, so a face that moved between
