@@ -3,9 +3,10 @@ import XCTest
 
 /// The camera model end to end without a detector: a hand-held camera
 /// pushing in and rolling over a face-free textured scene. Its motion is
-/// measured as a similarity, and what one search confirmed stays confirmed
-/// while the camera carries it around: nothing needs searching again and
-/// nothing would be hidden.
+/// measured as a similarity; faces, their searches and their hidden regions
+/// move with it, and a picture with no face in it is recorded as it is.
+/// (Searches still follow block changes as the frames are: a moving camera
+/// gets the whole schedule, see docs/privacy.md.)
 final class CameraModelTests: XCTestCase {
     static let (width, height) = (640, 368)
     static let frameNs: UInt64 = 33_333_333
