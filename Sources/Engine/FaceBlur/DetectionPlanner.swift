@@ -376,7 +376,7 @@ struct DetectionPlanner {
     func reachingNearEdges(_ region: FaceRect, of face: FaceRect, faceSize: Double) -> FaceRect {
         let zone = Self.edgeReach * faceSize
         var (x0, y0, x1, y1) = (region.x, region.y, region.maxX, region.maxY)
-        // Only a face at least partly in the picture (one carried out of it is gone).
+        // Only a face in the picture and near an edge (one carried out of the picture is gone).
         guard isNearEdge(face, faceSize: faceSize) else { return region }
         if face.x <= zone { x0 = min(x0, 0) }
         if face.y <= zone { y0 = min(y0, 0) }
