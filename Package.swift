@@ -9,6 +9,7 @@ import PackageDescription
 //   Soup/        CSoup, CSoupShim, SoupSupport WebSocket client (handshake over GIO, upload gate), HTTP server
 //   Avahi/       CAvahi, AvahiSupport          client, service browser and resolver with typed events
 //   OpenCV/      CFaceDetector, FaceDetectorSupport  CenterFace via OpenCV DNN, block means, pixelation
+//   LibFaceDetection/ CYuNet, YuNetSupport      YuNet (libfacedetection), loaded at run time
 //   Systemd/     SystemdSupport                sd_notify over its datagram socket, journald `<N>` log priorities
 // Sources/Domain    pure Swift
 //   AllSparkProtocol   the wire messages, reply ledger, server addresses, peer text (Foundation only)
@@ -82,6 +83,14 @@ let package = Package(
             ]
         ),
         .target(name: "FaceDetectorSupport", dependencies: ["CFaceDetector"], path: "Sources/Platform/OpenCV/FaceDetectorSupport"),
+        // libfacedetection's YuNet, loaded at run time (dlopen) from the library scripts/fetch-face-model fetches.
+        .target(
+            name: "CYuNet",
+            path: "Sources/Platform/LibFaceDetection/CYuNet",
+            cxxSettings: [.unsafeFlags(["-isystem", "/usr/include/opencv4"])],
+            linkerSettings: [.linkedLibrary("opencv_imgproc"), .linkedLibrary("opencv_core"), .linkedLibrary("dl")]
+        ),
+        .target(name: "YuNetSupport", dependencies: ["CYuNet"], path: "Sources/Platform/LibFaceDetection/YuNetSupport"),
 
         // No C module: sd_notify is a datagram to a unix socket (see SystemdNotifier), journald reads `<N>` prefixes.
         .target(name: "SystemdSupport", dependencies: [logging], path: "Sources/Platform/Systemd/SystemdSupport"),
@@ -97,7 +106,7 @@ let package = Package(
         .target(name: "Recorder", dependencies: ["Storage", "RecorderCore", "GStreamerSupport", "GLibSupport", logging],
                 path: "Sources/Engine/Recorder"),
         .target(name: "FaceBlur",
-                dependencies: ["FaceDetectorSupport", "GStreamerSupport", "GLibSupport", "Recorder", "RecorderCore", logging, metrics],
+                dependencies: ["FaceDetectorSupport", "YuNetSupport", "GStreamerSupport", "GLibSupport", "Recorder", "RecorderCore", logging, metrics],
                 path: "Sources/Engine/FaceBlur"),
 
         // MARK: Service

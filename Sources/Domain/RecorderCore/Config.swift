@@ -95,6 +95,11 @@ public struct RecorderConfig: Equatable, Sendable {
         /// them at full resolution (faces from ~22 px), 1.5 finds faces from
         /// ~15 px at 2.25 times the tile searches.
         public var tileScale: Double? = nil
+        /// The network searches around known faces run on first, "centerface"
+        /// or "yunet" (nil: YuNet when installed, else CenterFace).
+        public var followNetwork: String? = nil
+        /// YuNet's confidence threshold (its scores are not CenterFace's).
+        public var yuNetThreshold: Double = 0.5
     }
 
     /// The local web console and REST API (`[console]`).
@@ -241,6 +246,8 @@ public enum ConfigLoader {
         Key(name: "privacy.whole_every", kind: .integer),
         Key(name: "privacy.tile_every", kind: .integer),
         Key(name: "privacy.tile_scale", kind: .number),
+        Key(name: "privacy.follow_network", kind: .string),
+        Key(name: "privacy.yunet_threshold", kind: .number),
         Key(name: "privacy.follow_every", kind: .integer),
         Key(name: "privacy.max_latency_ms", kind: .integer),
         Key(name: "privacy.when_behind", kind: .string),
@@ -358,6 +365,11 @@ public enum ConfigLoader {
         let wholeEvery = reader.has("privacy.whole_every") ? try reader.integer("privacy.whole_every", default: 0, range: 1...120) : nil
         let tileEvery = reader.has("privacy.tile_every") ? try reader.integer("privacy.tile_every", default: 0, range: 0...240) : nil
         let tileScale = reader.has("privacy.tile_scale") ? try reader.number("privacy.tile_scale", default: 1, range: 1...3) : nil
+        let followNetwork = reader.has("privacy.follow_network") ? try reader.string("privacy.follow_network", default: "") : nil
+        if let followNetwork, !["centerface", "yunet"].contains(followNetwork) {
+            throw ConfigError("\(reader.origin("privacy.follow_network")): privacy.follow_network = \"\(followNetwork)\" is not allowed; use \"centerface\" or \"yunet\" (or leave it out: YuNet when installed)")
+        }
+        let yuNetThreshold = try reader.number("privacy.yunet_threshold", default: 0.5, range: 0.2...0.95)
         let followEvery = try reader.integer("privacy.follow_every", default: 8, range: 1...30)
         let maxLatencyMs = try reader.integer("privacy.max_latency_ms", default: 2500, range: 50...10_000)
         let whenBehind = try reader.string("privacy.when_behind", default: "pixelate")
@@ -403,7 +415,7 @@ public enum ConfigLoader {
             privacy: .init(faceBlur: faceBlur, model: model, mode: mode, threshold: threshold, margin: margin,
                            holdMs: holdMs, detectWidth: detectWidth, wholeEvery: wholeEvery, tileEvery: tileEvery,
                            followEvery: followEvery, maxLatencyMs: maxLatencyMs, whenBehind: whenBehind,
-                           tileScale: tileScale),
+                           tileScale: tileScale, followNetwork: followNetwork, yuNetThreshold: yuNetThreshold),
             pipelineVariables: variables,
             sourceFile: file)
         for key in ["recording.pipeline", "privacy.model"] where reader.has(key) {

@@ -246,7 +246,8 @@ public struct FaceTracker {
     /// `searchedAndGone`: on that side of the sightings, searches for the
     /// face gave up at or before this frame (see `markGone`); `face`: where
     /// the face itself may be (the sighting, and where its motion leads),
-    /// without the region's margin and growth.
+    /// without the region's margin and growth; for a face searched for and
+    /// gone, where it was when the searches gave up.
     public struct Hidden: Equatable {
         public var region: FaceRect
         public var beyond: FaceRect?
@@ -262,8 +263,14 @@ public struct FaceTracker {
             if time + settings.lookAheadNs < first.time || time > last.time + settings.holdNs { return nil }
             guard let (face, region) = hiddenRegion(track, at: time, speed: settings.motion, maxGrowth: settings.maxMotionGrowth) else { return nil }
             let beyond = time < first.time ? first.rect : time > last.time ? last.rect : nil
-            let gone = time < first.time ? track.goneBefore.map { time <= $0 } : time > last.time ? track.goneAfter.map { time >= $0 } : nil
-            return Hidden(region: region, beyond: beyond, searchedAndGone: settings.goneEndsHold && gone == true, face: face)
+            let goneAt = time < first.time ? track.goneBefore.flatMap { time <= $0 ? $0 : nil }
+                : time > last.time ? track.goneAfter.flatMap { time >= $0 ? $0 : nil } : nil
+            guard settings.goneEndsHold, let goneAt else { return Hidden(region: region, beyond: beyond, face: face) }
+            // Gone: the face can only have left the picture from where it was when the searches gave
+            // up, not from wherever its motion, carried on since, leads (a walker who stopped behind
+            // someone in mid-picture would otherwise "reach" the edge half a second later).
+            let whenGone = hiddenRegion(track, at: goneAt, speed: settings.motion, maxGrowth: settings.maxMotionGrowth)?.face ?? face
+            return Hidden(region: region, beyond: beyond, searchedAndGone: true, face: whenGone)
         }
     }
 

@@ -104,6 +104,10 @@ final class ConfigTests: XCTestCase {
                         contains: ["$FILE:4", "privacy.when_behind", "\"drop\"", "\"pixelate\" or \"lower_fps\""])
         try assertError("[recording]\npipeline = \"p\"\n[privacy]\ntile_scale = 4",
                         contains: ["$FILE:4", "privacy.tile_scale", "out of range", "1.0…3.0"])
+        try assertError("[recording]\npipeline = \"p\"\n[privacy]\nfollow_network = \"mtcnn\"",
+                        contains: ["$FILE:4", "privacy.follow_network", "\"mtcnn\"", "\"centerface\" or \"yunet\""])
+        try assertError("[recording]\npipeline = \"p\"\n[privacy]\nyunet_threshold = 0.1",
+                        contains: ["$FILE:4", "privacy.yunet_threshold", "out of range"])
         try assertError("[recording]\npipeline = \"p\"", overrides: ["nonsense"], contains: ["section.key=value"])
         try assertError("[recording]\npipeline = \"p\"", overrides: ["recording.colour=red"], contains: ["unknown key 'recording.colour'"])
         try assertError("[recording]\npipeline = \"p\"\nvideo_format = [", contains: ["$FILE:3"])

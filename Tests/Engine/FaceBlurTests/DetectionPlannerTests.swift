@@ -288,6 +288,32 @@ final class DetectionPlannerTests: XCTestCase {
         XCTAssertTrue(hides(middle, try XCTUnwrap(refound)))
     }
 
+    /// A walker who stopped being found in mid-picture (behind someone) is
+    /// gone from there: its motion, carried on for the hold, would reach the
+    /// edge, but it cannot have left the picture from a place it never got to.
+    func testAFaceGoneInMidPictureIsNotKeptWhereItsMotionWouldHaveTakenIt() throws {
+        var p = planner()
+        add(&p, 0)
+        // 40 px wide, walking left 5 px a frame: found on frames 0 to 4, then not any more.
+        func walker(_ i: Int) -> FaceRect { FaceRect(x: 110 - 5 * Double(i), y: 70, width: 40, height: 48) }
+        let seen = 0...4
+        runDue(&p) { $0.kind == .whole ? [walker(0)] : [] }
+        for i in 1...30 {
+            add(&p, i, [(13, 1)])
+            runDue(&p) { seen.contains($0.frame) ? [walker($0.frame)] : [] }
+        }
+        let gone = try XCTUnwrap(p.follows.values.first { $0.lost }).checkedThrough
+        XCTAssertLessThan(gone, 12)
+        for i in seen.upperBound + 1..<gone {
+            XCTAssertTrue(p.regions(forFrame: i).contains { $0.intersection(walker(i))?.area == walker(i).area }, "frame \(i): held")
+        }
+        // Half a second after its last sighting its motion leads within a face size of the left edge.
+        XCTAssertLessThan(walker(19).x, 24)
+        for i in gone...30 {
+            XCTAssertEqual(p.regions(forFrame: i), [], "frame \(i): gone in mid-picture, hidden nowhere (not to the edge)")
+        }
+    }
+
     /// Between two network runs on a face, at most `templateFollows` forward
     /// follows may be answered by its template; then the network looks again
     /// (a template that drifted is corrected), and traces back always use it.
