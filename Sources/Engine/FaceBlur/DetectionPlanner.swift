@@ -119,9 +119,6 @@ struct DetectionPlanner {
         /// pixels), and whether its template may answer instead of the network.
         var expected: FaceRect?
         var mayUseTemplate = false
-        /// Follows: not finding the face here gives it up (the last miss
-        /// `followMisses` or `backtraceMisses` allow).
-        var missGivesUp = false
         static func == (a: Pass, b: Pass) -> Bool {
             a.kind == b.kind && a.frame == b.frame && a.region == b.region && a.input == b.input && a.keepAspect == b.keepAspect
         }
@@ -569,8 +566,7 @@ struct DetectionPlanner {
         let templateAllowed = !backwards && misses == 0 && (follows[id]?.templateStreak ?? .max) < settings.templateFollows
         return Pass(kind: .follow(track: id, backwards: backwards), frame: index, time: frame.time, region: region,
                     input: (settings.followInput, settings.followInput), keepAspect: true, travel: frame.travel, sceneEpoch: sceneEpoch,
-                    expected: box, mayUseTemplate: templateAllowed,
-                    missGivesUp: misses + 1 >= (backwards ? settings.backtraceMisses : settings.followMisses))
+                    expected: box, mayUseTemplate: templateAllowed)
     }
 
     /// A detection thread took `pass`.

@@ -669,7 +669,7 @@ public final class FaceBlurStage: FrameProcessor {
                     let input = Self.yuNetFollowInput
                     let local = FaceRect(x: expected.x - job.pass.region.x, y: expected.y - job.pass.region.y,
                                          width: expected.width, height: expected.height)
-                    let (faces, again) = try Self.follow(expecting: local, missGivesUp: job.pass.missGivesUp, yuNet: {
+                    let (faces, again) = try Self.follow(expecting: local, yuNet: {
                         try yuNet.detect(luma: luma.baseAddress!, width: job.width, height: job.height, stride: job.width,
                                          region: whole, input: (input, input), keepAspect: job.pass.keepAspect,
                                          threshold: self.settings.yuNetThreshold)
@@ -706,16 +706,18 @@ public final class FaceBlurStage: FrameProcessor {
     }
 
     /// A follow run on YuNet first: YuNet's faces, unless they do not
-    /// include the one `expected` and this miss would give the face up
-    /// (`missGivesUp`); then CenterFace searches again (it finds more of the
-    /// small, dark and turned faces), so a face is let go only when both
-    /// miss it. Earlier misses only hold the face's region a frame longer
-    /// and search again. `retried`: CenterFace searched.
-    static func follow(expecting expected: FaceRect, missGivesUp: Bool,
+    /// include the one `expected`; then CenterFace searches again (it finds
+    /// more of the small, dark, turned and half-cut faces), so a follow
+    /// misses only when both miss. (Asking CenterFace only on the miss that
+    /// gives a face up let a face through on the demo clip: the first miss
+    /// of a trace back at the picture's edge went unchecked, and by the
+    /// second the square had grown too large for a 45 px face.)
+    /// `retried`: CenterFace searched.
+    static func follow(expecting expected: FaceRect,
                        yuNet: () throws -> [FaceDetection],
                        centerFace: () throws -> [FaceDetection]) rethrows -> (faces: [FaceDetection], retried: Bool) {
         let faces = try yuNet()
-        if !missGivesUp || faces.contains(where: { FaceTracker.distance(expected, $0.rect) < 1 }) { return (faces, false) }
+        if faces.contains(where: { FaceTracker.distance(expected, $0.rect) < 1 }) { return (faces, false) }
         return (try centerFace(), true)
     }
 

@@ -70,9 +70,9 @@ final class YuNetFollowTests: XCTestCase {
         }
     }
 
-    /// YuNet answers a follow; CenterFace searches again only when YuNet
-    /// missed the face and the miss would give the face up.
-    func testCenterFaceSearchesAgainOnlyWhenYuNetsMissWouldGiveTheFaceUp() throws {
+    /// YuNet answers a follow; CenterFace searches again whenever YuNet
+    /// did not find the face looked for (another face is not it).
+    func testCenterFaceSearchesAgainWhenYuNetMissesTheFace() throws {
         let expected = FaceRect(x: 40, y: 40, width: 30, height: 38)
         let there = FaceDetection(rect: FaceRect(x: 44, y: 42, width: 29, height: 36), score: 0.9)
         let elsewhere = FaceDetection(rect: FaceRect(x: 0, y: 0, width: 20, height: 24), score: 0.9)
@@ -80,15 +80,15 @@ final class YuNetFollowTests: XCTestCase {
         var centerFaceRuns = 0
         let centerFace = { () -> [FaceDetection] in centerFaceRuns += 1; return [fromCenterFace] }
 
-        var result = FaceBlurStage.follow(expecting: expected, missGivesUp: true, yuNet: { [there] }, centerFace: centerFace)
-        XCTAssertEqual(result.faces.map(\.rect), [there.rect])
+        var result = FaceBlurStage.follow(expecting: expected, yuNet: { [elsewhere, there] }, centerFace: centerFace)
+        XCTAssertEqual(result.faces.map(\.rect), [elsewhere.rect, there.rect], "YuNet's answer, other faces included")
         XCTAssertFalse(result.retried)
-        result = FaceBlurStage.follow(expecting: expected, missGivesUp: false, yuNet: { [elsewhere] }, centerFace: centerFace)
-        XCTAssertEqual(result.faces.map(\.rect), [elsewhere.rect], "an early miss: search again on the next frame")
         XCTAssertEqual(centerFaceRuns, 0)
-        result = FaceBlurStage.follow(expecting: expected, missGivesUp: true, yuNet: { [elsewhere] }, centerFace: centerFace)
-        XCTAssertEqual(result.faces.map(\.rect), [fromCenterFace.rect], "the miss that gives up: CenterFace's answer")
-        XCTAssertTrue(result.retried)
-        XCTAssertEqual(centerFaceRuns, 1)
+        for yuNet in [[elsewhere], []] {
+            result = FaceBlurStage.follow(expecting: expected, yuNet: { yuNet }, centerFace: centerFace)
+            XCTAssertEqual(result.faces.map(\.rect), [fromCenterFace.rect], "YuNet missed it: CenterFace's answer")
+            XCTAssertTrue(result.retried)
+        }
+        XCTAssertEqual(centerFaceRuns, 2)
     }
 }
