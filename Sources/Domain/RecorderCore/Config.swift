@@ -95,9 +95,9 @@ public struct RecorderConfig: Equatable, Sendable {
         /// them at full resolution (faces from ~22 px), 1.5 finds faces from
         /// ~15 px at 2.25 times the tile searches.
         public var tileScale: Double? = nil
-        /// The network searches around known faces run on first, "centerface"
-        /// or "yunet" (nil: YuNet when installed, else CenterFace).
-        public var followNetwork: String? = nil
+        /// The network searches around known faces run on first: "centerface"
+        /// or "yunet" (CenterFace searching again where it misses).
+        public var followNetwork: String = "centerface"
         /// YuNet's confidence threshold (its scores are not CenterFace's).
         public var yuNetThreshold: Double = 0.5
     }
@@ -365,9 +365,9 @@ public enum ConfigLoader {
         let wholeEvery = reader.has("privacy.whole_every") ? try reader.integer("privacy.whole_every", default: 0, range: 1...120) : nil
         let tileEvery = reader.has("privacy.tile_every") ? try reader.integer("privacy.tile_every", default: 0, range: 0...240) : nil
         let tileScale = reader.has("privacy.tile_scale") ? try reader.number("privacy.tile_scale", default: 1, range: 1...3) : nil
-        let followNetwork = reader.has("privacy.follow_network") ? try reader.string("privacy.follow_network", default: "") : nil
-        if let followNetwork, !["centerface", "yunet"].contains(followNetwork) {
-            throw ConfigError("\(reader.origin("privacy.follow_network")): privacy.follow_network = \"\(followNetwork)\" is not allowed; use \"centerface\" or \"yunet\" (or leave it out: YuNet when installed)")
+        let followNetwork = try reader.string("privacy.follow_network", default: "centerface")
+        guard ["centerface", "yunet"].contains(followNetwork) else {
+            throw ConfigError("\(reader.origin("privacy.follow_network")): privacy.follow_network = \"\(followNetwork)\" is not allowed; use \"centerface\" or \"yunet\"")
         }
         let yuNetThreshold = try reader.number("privacy.yunet_threshold", default: 0.5, range: 0.2...0.95)
         let followEvery = try reader.integer("privacy.follow_every", default: 8, range: 1...30)

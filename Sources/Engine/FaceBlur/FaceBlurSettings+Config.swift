@@ -16,7 +16,7 @@ extension FaceBlurSettings {
         followEvery = privacy.followEvery
         maxLatencyNs = UInt64(privacy.maxLatencyMs) * 1_000_000
         whenBehind = WhenBehind(rawValue: privacy.whenBehind) ?? .pixelate
-        followNetwork = privacy.followNetwork.flatMap(FaceNetwork.init(rawValue:))
+        followNetwork = FaceNetwork(rawValue: privacy.followNetwork) ?? .centerFace
         yuNetThreshold = Float(privacy.yuNetThreshold)
         maxQueuedFrames = max(wholeEvery, tileEvery) + 16
     }

@@ -142,6 +142,21 @@ final class FaceBlurClipTests: XCTestCase {
         assertAnonymised(try judge(clip))
     }
 
+    /// `privacy.follow_network = "yunet"`: YuNet answers the follows, CenterFace searches again where it
+    /// misses; a moving face and one half out of the picture are hidden on every frame all the same.
+    func testFollowsOnYuNetHideAMovingFaceAndOneAtTheEdge() throws {
+        var settings = FaceBlurSettings(modelPath: faceModelPath, offline: true)
+        settings.followNetwork = .yuNet
+        let moving = Self.clip("moving-yunet", photo: Self.astronaut, face: Self.astronautFace) { t in
+            (fx: -40 + 560 * t, fy: 40 + 120 * t, faceHeight: 90, gain: 1)
+        }
+        let edge = Self.clip("edge-yunet", photo: Self.astronaut, face: Self.astronautFace) { t in
+            (fx: -50, fy: -60 + 300 * t, faceHeight: 120, gain: 1)
+        }
+        assertAnonymised(try judge(moving, settings: settings))
+        assertAnonymised(try judge(edge, settings: settings))
+    }
+
     func testFaceFrom24PixelsToFrameFilling() throws {
         let clip = Self.clip("scaling", photo: Self.astronaut, face: Self.astronautFace) { t in
             let h = 24 * pow(330.0 / 24, t)

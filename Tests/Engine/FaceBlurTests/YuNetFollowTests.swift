@@ -50,16 +50,16 @@ final class YuNetFollowTests: XCTestCase {
         }
     }
 
-    /// Unset, follows run on YuNet where it is installed; a config names a network, and YuNet's threshold.
+    /// Follows run on CenterFace unless a config names YuNet (and its threshold).
     func testAConfigChoosesTheFollowNetwork() throws {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("follow-network-\(getpid()).toml")
         defer { try? FileManager.default.removeItem(at: file) }
         try "[recording]\npipeline = \"p\"\n".write(to: file, atomically: true, encoding: .utf8)
-        XCTAssertNil(FaceBlurSettings(try ConfigLoader.load(file: file.path).privacy).followNetwork)
-        try "[recording]\npipeline = \"p\"\n[privacy]\nfollow_network = \"centerface\"\nyunet_threshold = 0.6\n"
+        XCTAssertEqual(FaceBlurSettings(try ConfigLoader.load(file: file.path).privacy).followNetwork, .centerFace)
+        try "[recording]\npipeline = \"p\"\n[privacy]\nfollow_network = \"yunet\"\nyunet_threshold = 0.6\n"
             .write(to: file, atomically: true, encoding: .utf8)
         let settings = FaceBlurSettings(try ConfigLoader.load(file: file.path).privacy, offline: true)
-        XCTAssertEqual(settings.followNetwork, .centerFace)
+        XCTAssertEqual(settings.followNetwork, .yuNet)
         XCTAssertEqual(settings.yuNetThreshold, 0.6, accuracy: 1e-6)
     }
 
