@@ -6,8 +6,8 @@ public enum FaceNetwork: String, Sendable, CaseIterable {
     /// CenterFace through OpenCV DNN (`FaceDetector`): the best recall on
     /// small, dark and turned faces, at about 3 ms per 96×96 of input.
     case centerFace = "centerface"
-    /// YuNet from libfacedetection (`YuNetDetector`): about twice as fast
-    /// per pixel at full resolution, four times on follow squares.
+    /// YuNet from libfacedetection (`YuNetDetector`): about half
+    /// CenterFace's time per pixel, but fewer of the small faces at dusk.
     case yuNet = "yunet"
 }
 
@@ -26,7 +26,7 @@ public final class YuNetDetector: FaceDetecting {
     /// reason when it is missing or not libfacedetection.
     public init(libraryPath: String) throws {
         guard FileManager.default.isReadableFile(atPath: libraryPath) else {
-            throw FaceDetectorError(description: "the YuNet library \(libraryPath) is missing or unreadable; scripts/setup installs it (scripts/fetch-face-model)")
+            throw FaceDetectorError(description: "the YuNet library \(libraryPath) is missing or unreadable: scripts/fetch-face-model installs it on x86_64, the only machine its wheel is built for (elsewhere leave privacy.follow_network at \"centerface\")")
         }
         let openMP = (libraryPath as NSString).deletingLastPathComponent + "/" + Self.openMPName
         do {
