@@ -232,7 +232,7 @@ public final class FaceBlurStage: FrameProcessor {
     private let detectors: [Detectors]
     /// YuNet's follow squares are brought to 128 × 128, not the 96 × 96 of
     /// CenterFace's: on 96 YuNet found 93 % of the crowd clip's faces (0.5
-    /// threshold), on 128 99 %, still in half CenterFace's time on 96. (The
+    /// threshold), on 128 99 %, in about half CenterFace's time on 96. (The
     /// CenterFace retry keeps 96: another network size would make the
     /// shared networks reload.)
     static let yuNetFollowInput = 128
