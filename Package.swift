@@ -10,6 +10,7 @@ import PackageDescription
 //   Avahi/       CAvahi, AvahiSupport          client, service browser and resolver with typed events
 //   OpenCV/      CFaceDetector, FaceDetectorSupport  CenterFace via OpenCV DNN, block means, pixelation
 //   LibFaceDetection/ CYuNet, YuNetSupport      YuNet (libfacedetection), loaded at run time
+//   ONNXRuntime/ CONNXRuntime                  ONNX Runtime's C API, loaded at run time (CenterFace's faster runtime)
 //   Systemd/     SystemdSupport                sd_notify over its datagram socket, journald `<N>` log priorities
 // Sources/Domain    pure Swift
 //   AllSparkProtocol   the wire messages, reply ledger, server addresses, peer text (Foundation only)
@@ -73,8 +74,12 @@ let package = Package(
         // CenterFace through OpenCV DNN behind a C interface. Debian's
         // libopencv-dnn-dev has no pkg-config file of its own (opencv4.pc
         // comes with libopencv-dev and drags in VTK): headers and libraries by name.
+        // ONNX Runtime, loaded at run time (dlopen) from the library scripts/fetch-face-model fetches.
+        .target(name: "CONNXRuntime", path: "Sources/Platform/ONNXRuntime/CONNXRuntime",
+                linkerSettings: [.linkedLibrary("dl")]),
         .target(
             name: "CFaceDetector",
+            dependencies: ["CONNXRuntime"],
             path: "Sources/Platform/OpenCV/CFaceDetector",
             cxxSettings: [.unsafeFlags(["-isystem", "/usr/include/opencv4"])],
             linkerSettings: [

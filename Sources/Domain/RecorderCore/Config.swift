@@ -100,6 +100,9 @@ public struct RecorderConfig: Equatable, Sendable {
         public var followNetwork: String = "centerface"
         /// YuNet's confidence threshold (its scores are not CenterFace's).
         public var yuNetThreshold: Double = 0.5
+        /// What runs CenterFace: "auto" (ONNX Runtime where installed, else
+        /// OpenCV DNN), "onnxruntime" or "opencv".
+        public var runtime: String = "auto"
     }
 
     /// The local web console and REST API (`[console]`).
@@ -248,6 +251,7 @@ public enum ConfigLoader {
         Key(name: "privacy.tile_scale", kind: .number),
         Key(name: "privacy.follow_network", kind: .string),
         Key(name: "privacy.yunet_threshold", kind: .number),
+        Key(name: "privacy.runtime", kind: .string),
         Key(name: "privacy.follow_every", kind: .integer),
         Key(name: "privacy.max_latency_ms", kind: .integer),
         Key(name: "privacy.when_behind", kind: .string),
@@ -370,6 +374,10 @@ public enum ConfigLoader {
             throw ConfigError("\(reader.origin("privacy.follow_network")): privacy.follow_network = \"\(followNetwork)\" is not allowed; use \"centerface\" or \"yunet\"")
         }
         let yuNetThreshold = try reader.number("privacy.yunet_threshold", default: 0.5, range: 0.2...0.95)
+        let runtime = try reader.string("privacy.runtime", default: "auto")
+        guard ["auto", "onnxruntime", "opencv"].contains(runtime) else {
+            throw ConfigError("\(reader.origin("privacy.runtime")): privacy.runtime = \"\(runtime)\" is not allowed; use \"auto\", \"onnxruntime\" or \"opencv\"")
+        }
         let followEvery = try reader.integer("privacy.follow_every", default: 8, range: 1...30)
         let maxLatencyMs = try reader.integer("privacy.max_latency_ms", default: 2500, range: 50...10_000)
         let whenBehind = try reader.string("privacy.when_behind", default: "pixelate")
@@ -415,7 +423,8 @@ public enum ConfigLoader {
             privacy: .init(faceBlur: faceBlur, model: model, mode: mode, threshold: threshold, margin: margin,
                            holdMs: holdMs, detectWidth: detectWidth, wholeEvery: wholeEvery, tileEvery: tileEvery,
                            followEvery: followEvery, maxLatencyMs: maxLatencyMs, whenBehind: whenBehind,
-                           tileScale: tileScale, followNetwork: followNetwork, yuNetThreshold: yuNetThreshold),
+                           tileScale: tileScale, followNetwork: followNetwork, yuNetThreshold: yuNetThreshold,
+                           runtime: runtime),
             pipelineVariables: variables,
             sourceFile: file)
         for key in ["recording.pipeline", "privacy.model"] where reader.has(key) {

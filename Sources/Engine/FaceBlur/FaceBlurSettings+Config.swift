@@ -18,6 +18,7 @@ extension FaceBlurSettings {
         whenBehind = WhenBehind(rawValue: privacy.whenBehind) ?? .pixelate
         followNetwork = FaceNetwork(rawValue: privacy.followNetwork) ?? .centerFace
         yuNetThreshold = Float(privacy.yuNetThreshold)
+        runtime = InferenceRuntime(rawValue: privacy.runtime) ?? .auto
         maxQueuedFrames = max(wholeEvery, tileEvery) + 16
     }
 }

@@ -27,6 +27,8 @@ public struct FaceBlurSettings: Equatable, Sendable {
     }
 
     public var modelPath: String
+    /// What runs CenterFace: ONNX Runtime where installed (`auto`), else OpenCV DNN.
+    public var runtime = InferenceRuntime.auto
     public var mode: Mode = .pixelate
     /// CenterFace heatmap threshold; lower finds more faces (and a few non-faces).
     public var threshold: Float = 0.3
@@ -336,7 +338,13 @@ public final class FaceBlurStage: FrameProcessor {
         // By default the detection threads share one set of networks: each
         // thread's own would keep every input size's activations per thread.
         let make: (FaceBlurSettings) throws -> any FaceDetecting = try makeDetector ?? {
-            let shared = try FaceDetector.SharedNets(modelPath: settings.modelPath, threads: settings.threads, sharers: workers)
+            let shared = try FaceDetector.SharedNets(modelPath: settings.modelPath, threads: settings.threads,
+                                                     sharers: workers, runtime: settings.runtime)
+            if let reason = shared.fallbackReason {
+                logger.warning("face detection runs on OpenCV DNN, 2 to 5 times slower than ONNX Runtime: \(reason)")
+            } else {
+                logger.info("face detection runs on \(shared.runtime == .onnxRuntime ? "ONNX Runtime" : "OpenCV DNN")")
+            }
             return { _ in try FaceDetector(sharing: shared) }
         }()
         let yuNetPath = settings.yuNetLibraryPath

@@ -57,42 +57,86 @@ public protocol FaceDetecting: AnyObject {
                 threshold: Float) throws -> [FaceDetection]
 }
 
-/// CenterFace through OpenCV DNN (`FaceDetectorSupport`).
+/// What runs the CenterFace network. The same model, pre- and post-processing
+/// either way; ONNX Runtime is 2.3 to 4.8 times faster on it than Debian's
+/// OpenCV 4.6 (docs/privacy.md).
+public enum InferenceRuntime: String, Sendable, CaseIterable {
+    /// ONNX Runtime where `scripts/fetch-face-model` installed it (x86_64 and
+    /// aarch64), else OpenCV DNN, with a warning saying which file is missing.
+    case auto
+    /// ONNX Runtime; an error when its files are missing.
+    case onnxRuntime = "onnxruntime"
+    /// OpenCV DNN (Debian's package; every machine has it).
+    case openCV = "opencv"
+}
+
+/// CenterFace, run by ONNX Runtime or OpenCV DNN (`FaceDetectorSupport`).
 ///
 /// Threading: not thread-safe; one thread uses a detector (the stage's
 /// detection thread, or a test).
 public final class FaceDetector: FaceDetecting {
     private let net: CenterFaceNet
+    /// Keeps the networks of a detector made on its own alive.
+    private let ownNets: SharedNets?
 
-    /// Loads the model; throws with the reason when it is missing or unreadable.
-    public init(modelPath: String, threads: Int = 2) throws {
-        try Self.checkReadable(modelPath)
-        do {
-            net = try CenterFaceNet(modelPath: modelPath, threads: threads)
-        } catch {
-            throw FaceDetectorError(description: "cannot load the face model \(modelPath): \(error)")
-        }
+    /// ONNX Runtime's library, as `scripts/fetch-face-model` installs it beside the model.
+    public static let onnxRuntimeLibraryName = "libonnxruntime.so.1.32.0"
+    /// CenterFace with dynamic input sizes, which ONNX Runtime needs, written beside the model by the same script.
+    public static let dynamicModelName = "centerface-dynamic.onnx"
+
+    /// Loads the model (`runtime`: see `SharedNets`); throws with the reason
+    /// when it is missing or unreadable.
+    public init(modelPath: String, threads: Int = 2, runtime: InferenceRuntime = .auto) throws {
+        let nets = try SharedNets(modelPath: modelPath, threads: threads, sharers: 1, runtime: runtime)
+        net = try CenterFaceNet(sharing: nets.nets)
+        ownNets = nets
     }
 
-    /// Networks shared by the detectors of one stage (`FaceDetector(sharing:)`):
-    /// each detection thread borrows the network of the input size it needs,
-    /// so the large inputs' activations are not kept once per thread.
+    /// Networks shared by the detectors of one stage (`FaceDetector(sharing:)`).
+    /// In ONNX Runtime one session serves them all; in OpenCV each detection
+    /// thread borrows the network of the input size it needs, so the large
+    /// inputs' activations are not kept once per thread.
     public final class SharedNets: @unchecked Sendable {
         fileprivate let nets: CenterFaceNet.Shared
+        /// What runs the network (never `.auto`).
+        public let runtime: InferenceRuntime
+        /// Why `.auto` fell back to OpenCV (nil otherwise).
+        public let fallbackReason: String?
 
-        /// Loads the model for `sharers` detectors that detect at once.
-        public init(modelPath: String, threads: Int = 2, sharers: Int) throws {
+        /// Loads the model for `sharers` detectors that detect at once. ONNX
+        /// Runtime's files are looked for beside `modelPath`.
+        public init(modelPath: String, threads: Int = 2, sharers: Int, runtime: InferenceRuntime = .auto) throws {
             try FaceDetector.checkReadable(modelPath)
+            let folder = (modelPath as NSString).deletingLastPathComponent as NSString
+            let library = folder.appendingPathComponent(FaceDetector.onnxRuntimeLibraryName)
+            let dynamicModel = folder.appendingPathComponent(FaceDetector.dynamicModelName)
+            let missing = [library, dynamicModel].filter { !FileManager.default.isReadableFile(atPath: $0) }
+            if runtime == .openCV || (runtime == .auto && !missing.isEmpty) {
+                fallbackReason = runtime == .auto ? "\(missing.joined(separator: " and ")) missing (scripts/fetch-face-model installs \(missing.count > 1 ? "them" : "it") on x86_64 and aarch64)" : nil
+                self.runtime = .openCV
+                do {
+                    nets = try CenterFaceNet.Shared(modelPath: modelPath, threads: threads, sharers: max(1, sharers))
+                } catch {
+                    throw FaceDetectorError(description: "cannot load the face model \(modelPath): \(error)")
+                }
+                return
+            }
+            guard missing.isEmpty else {
+                throw FaceDetectorError(description: "privacy.runtime = \"onnxruntime\" but \(missing.joined(separator: " and ")) \(missing.count > 1 ? "are" : "is") missing or unreadable: scripts/fetch-face-model installs ONNX Runtime on x86_64 and aarch64 (elsewhere use \"opencv\")")
+            }
+            fallbackReason = nil
+            self.runtime = .onnxRuntime
             do {
-                nets = try CenterFaceNet.Shared(modelPath: modelPath, threads: threads, sharers: max(1, sharers))
+                nets = try CenterFaceNet.Shared(onnxRuntimeLibrary: library, modelPath: dynamicModel)
             } catch {
-                throw FaceDetectorError(description: "cannot load the face model \(modelPath): \(error)")
+                throw FaceDetectorError(description: "cannot run the face model in ONNX Runtime: \(error)")
             }
         }
     }
 
     /// A detector borrowing its networks from `shared` (same detections as its own would give).
     public init(sharing shared: SharedNets) throws {
+        ownNets = nil
         do {
             net = try CenterFaceNet(sharing: shared.nets)
         } catch {

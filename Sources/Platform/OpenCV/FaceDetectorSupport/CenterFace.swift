@@ -14,12 +14,12 @@ public struct PixelRect: Equatable, Sendable {
     }
 }
 
-/// Why the net could not be loaded or run, in OpenCV's words.
+/// Why the net could not be loaded or run, in OpenCV's or ONNX Runtime's words.
 public struct CenterFaceError: Error, CustomStringConvertible {
     public var description: String
 }
 
-/// The CenterFace network loaded in OpenCV DNN.
+/// The CenterFace network, run by OpenCV DNN or (through `Shared`) ONNX Runtime.
 ///
 /// Threading: not thread-safe; one thread uses an instance.
 public final class CenterFaceNet {
@@ -53,6 +53,17 @@ public final class CenterFaceNet {
         public init(modelPath: String, threads: Int, sharers: Int) throws {
             var err = [CChar](repeating: 0, count: 512)
             guard let handle = afd_pool_create(modelPath, Int32(threads), Int32(sharers), &err, err.count) else {
+                throw CenterFaceError(description: String(cString: err))
+            }
+            self.handle = handle
+        }
+
+        /// Runs the model in ONNX Runtime instead (`libraryPath`: libonnxruntime;
+        /// `modelPath`: CenterFace with dynamic input sizes): one session for
+        /// every input size and every instance, any number at once.
+        public init(onnxRuntimeLibrary libraryPath: String, modelPath: String) throws {
+            var err = [CChar](repeating: 0, count: 512)
+            guard let handle = afd_pool_create_onnxruntime(libraryPath, modelPath, &err, err.count) else {
                 throw CenterFaceError(description: String(cString: err))
             }
             self.handle = handle

@@ -1,6 +1,6 @@
 /*
- * CFaceDetector: CenterFace (ONNX) face detection through OpenCV's DNN module,
- * behind a plain C interface for Swift. See the notes at the top of
+ * CFaceDetector: CenterFace (ONNX) face detection through OpenCV's DNN module
+ * or ONNX Runtime (CONNXRuntime), behind a plain C interface for Swift. See the notes at the top of
  * face_detector.cpp.
  *
  * Threading: an afd_detector is NOT thread-safe; use one per thread (or
@@ -43,6 +43,13 @@ afd_detector *afd_create(const char *model_path, int threads, char *err, size_t 
 typedef struct afd_pool afd_pool;
 afd_pool *afd_pool_create(const char *model_path, int threads, int sharers, char *err, size_t err_len);
 void afd_pool_free(afd_pool *pool);
+
+/* The same through ONNX Runtime (library_path: libonnxruntime, loaded once
+   per process; model_path: CenterFace with dynamic input sizes and its
+   weights not listed as inputs, as fetch-face-model writes it). One session
+   serves every input size and every detector of the pool at once; results
+   match OpenCV's to float rounding. Returns NULL with the reason in err. */
+afd_pool *afd_pool_create_onnxruntime(const char *library_path, const char *model_path, char *err, size_t err_len);
 
 /* A detector borrowing its nets from `pool` (thread-safe across the
    detectors of one pool; each detector still belongs to one thread). */
