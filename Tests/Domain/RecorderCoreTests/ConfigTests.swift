@@ -108,6 +108,8 @@ final class ConfigTests: XCTestCase {
                         contains: ["$FILE:4", "privacy.follow_network", "\"mtcnn\"", "\"centerface\" or \"yunet\""])
         try assertError("[recording]\npipeline = \"p\"\n[privacy]\nyunet_threshold = 0.1",
                         contains: ["$FILE:4", "privacy.yunet_threshold", "out of range"])
+        try assertError("[recording]\npipeline = \"p\"\n[privacy]\nruntime = \"tensorflow\"",
+                        contains: ["$FILE:4", "privacy.runtime", "\"tensorflow\"", "\"auto\", \"onnxruntime\" or \"opencv\""])
         try assertError("[recording]\npipeline = \"p\"", overrides: ["nonsense"], contains: ["section.key=value"])
         try assertError("[recording]\npipeline = \"p\"", overrides: ["recording.colour=red"], contains: ["unknown key 'recording.colour'"])
         try assertError("[recording]\npipeline = \"p\"\nvideo_format = [", contains: ["$FILE:3"])
