@@ -105,7 +105,8 @@ public struct FaceBlurSettings: Equatable, Sendable {
     /// Detection threads, each with its own detector (passes on different
     /// frames or faces run side by side).
     public var workers = 2
-    /// OpenCV threads per detector (process-wide in OpenCV). One thread per
+    /// OpenCV threads per detector (process-wide in OpenCV; ONNX Runtime runs
+    /// each detection on the thread that asks for it). One thread per
     /// detector and two detectors beat one detector on two threads: OpenCV
     /// parallelises small network inputs poorly (a 96×96 search takes as
     /// long on two threads as on one).
