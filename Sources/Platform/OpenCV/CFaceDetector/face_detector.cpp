@@ -346,7 +346,7 @@ int run_and_decode(afd_detector *d, const Roi &roi, int in_w, int in_h, float fx
         lease->net().forward(d->outs, output_names());
     }
     if (d->outs.size() < 3) {
-        set_err(err, err_len, "model returned %zu outputs, expected 4", d->outs.size());
+        set_err(err, err_len, "model returned %zu outputs, expected at least 3", d->outs.size());
         return -1;
     }
     const cv::Mat &heat = d->outs[0];
