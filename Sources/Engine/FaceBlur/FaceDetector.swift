@@ -85,11 +85,45 @@ public final class FaceDetector: FaceDetecting {
     public static let dynamicModelName = "centerface-dynamic.onnx"
 
     /// Loads the model (`runtime`: see `SharedNets`); throws with the reason
-    /// when it is missing or unreadable.
+    /// when it is missing or unreadable. On OpenCV the detector keeps a
+    /// network per input size of its own; on ONNX Runtime it has a session.
     public init(modelPath: String, threads: Int = 2, runtime: InferenceRuntime = .auto) throws {
-        let nets = try SharedNets(modelPath: modelPath, threads: threads, sharers: 1, runtime: runtime)
-        net = try CenterFaceNet(sharing: nets.nets)
-        ownNets = nets
+        if case .openCV = try Self.resolve(modelPath: modelPath, runtime: runtime) {
+            do {
+                net = try CenterFaceNet(modelPath: modelPath, threads: threads)
+            } catch {
+                throw FaceDetectorError(description: "cannot load the face model \(modelPath): \(error)")
+            }
+            ownNets = nil
+        } else {
+            let nets = try SharedNets(modelPath: modelPath, threads: threads, sharers: 1, runtime: runtime)
+            net = try CenterFaceNet(sharing: nets.nets)
+            ownNets = nets
+        }
+    }
+
+    /// Where the network will run, after checking the files `runtime` needs.
+    private enum ResolvedRuntime {
+        case openCV(fallbackReason: String?)
+        case onnxRuntime(library: String, dynamicModel: String)
+    }
+
+    private static func resolve(modelPath: String, runtime: InferenceRuntime) throws -> ResolvedRuntime {
+        try checkReadable(modelPath)
+        let folder = (modelPath as NSString).deletingLastPathComponent as NSString
+        let library = folder.appendingPathComponent(onnxRuntimeLibraryName)
+        let dynamicModel = folder.appendingPathComponent(dynamicModelName)
+        let missing = [library, dynamicModel].filter { !FileManager.default.isReadableFile(atPath: $0) }
+        switch runtime {
+        case .openCV:
+            return .openCV(fallbackReason: nil)
+        case .auto where !missing.isEmpty:
+            return .openCV(fallbackReason: "\(missing.joined(separator: " and ")) missing (scripts/fetch-face-model installs \(missing.count > 1 ? "them" : "it") on x86_64 and aarch64)")
+        case .onnxRuntime where !missing.isEmpty:
+            throw FaceDetectorError(description: "privacy.runtime = \"onnxruntime\" but \(missing.joined(separator: " and ")) \(missing.count > 1 ? "are" : "is") missing or unreadable: scripts/fetch-face-model installs ONNX Runtime on x86_64 and aarch64 (elsewhere use \"opencv\")")
+        case .auto, .onnxRuntime:
+            return .onnxRuntime(library: library, dynamicModel: dynamicModel)
+        }
     }
 
     /// Networks shared by the detectors of one stage (`FaceDetector(sharing:)`).
@@ -106,30 +140,23 @@ public final class FaceDetector: FaceDetecting {
         /// Loads the model for `sharers` detectors that detect at once. ONNX
         /// Runtime's files are looked for beside `modelPath`.
         public init(modelPath: String, threads: Int = 2, sharers: Int, runtime: InferenceRuntime = .auto) throws {
-            try FaceDetector.checkReadable(modelPath)
-            let folder = (modelPath as NSString).deletingLastPathComponent as NSString
-            let library = folder.appendingPathComponent(FaceDetector.onnxRuntimeLibraryName)
-            let dynamicModel = folder.appendingPathComponent(FaceDetector.dynamicModelName)
-            let missing = [library, dynamicModel].filter { !FileManager.default.isReadableFile(atPath: $0) }
-            if runtime == .openCV || (runtime == .auto && !missing.isEmpty) {
-                fallbackReason = runtime == .auto ? "\(missing.joined(separator: " and ")) missing (scripts/fetch-face-model installs \(missing.count > 1 ? "them" : "it") on x86_64 and aarch64)" : nil
+            switch try FaceDetector.resolve(modelPath: modelPath, runtime: runtime) {
+            case .openCV(let reason):
+                fallbackReason = reason
                 self.runtime = .openCV
                 do {
                     nets = try CenterFaceNet.Shared(modelPath: modelPath, threads: threads, sharers: max(1, sharers))
                 } catch {
                     throw FaceDetectorError(description: "cannot load the face model \(modelPath): \(error)")
                 }
-                return
-            }
-            guard missing.isEmpty else {
-                throw FaceDetectorError(description: "privacy.runtime = \"onnxruntime\" but \(missing.joined(separator: " and ")) \(missing.count > 1 ? "are" : "is") missing or unreadable: scripts/fetch-face-model installs ONNX Runtime on x86_64 and aarch64 (elsewhere use \"opencv\")")
-            }
-            fallbackReason = nil
-            self.runtime = .onnxRuntime
-            do {
-                nets = try CenterFaceNet.Shared(onnxRuntimeLibrary: library, modelPath: dynamicModel)
-            } catch {
-                throw FaceDetectorError(description: "cannot run the face model in ONNX Runtime: \(error)")
+            case .onnxRuntime(let library, let dynamicModel):
+                fallbackReason = nil
+                self.runtime = .onnxRuntime
+                do {
+                    nets = try CenterFaceNet.Shared(onnxRuntimeLibrary: library, modelPath: dynamicModel)
+                } catch {
+                    throw FaceDetectorError(description: "cannot run the face model in ONNX Runtime: \(error)")
+                }
             }
         }
     }
