@@ -88,7 +88,8 @@ public final class FaceDetector: FaceDetecting {
     /// when it is missing or unreadable. On OpenCV the detector keeps a
     /// network per input size of its own; on ONNX Runtime it has a session.
     public init(modelPath: String, threads: Int = 2, runtime: InferenceRuntime = .auto) throws {
-        if case .openCV = try Self.resolve(modelPath: modelPath, runtime: runtime) {
+        let resolved = try Self.resolve(modelPath: modelPath, runtime: runtime)
+        if case .openCV = resolved {
             do {
                 net = try CenterFaceNet(modelPath: modelPath, threads: threads)
             } catch {
@@ -96,19 +97,19 @@ public final class FaceDetector: FaceDetecting {
             }
             ownNets = nil
         } else {
-            let nets = try SharedNets(modelPath: modelPath, threads: threads, sharers: 1, runtime: runtime)
+            let nets = try SharedNets(modelPath: modelPath, threads: threads, sharers: 1, resolved: resolved)
             net = try CenterFaceNet(sharing: nets.nets)
             ownNets = nets
         }
     }
 
     /// Where the network will run, after checking the files `runtime` needs.
-    private enum ResolvedRuntime {
+    fileprivate enum ResolvedRuntime {
         case openCV(fallbackReason: String?)
         case onnxRuntime(library: String, dynamicModel: String)
     }
 
-    private static func resolve(modelPath: String, runtime: InferenceRuntime) throws -> ResolvedRuntime {
+    fileprivate static func resolve(modelPath: String, runtime: InferenceRuntime) throws -> ResolvedRuntime {
         try checkReadable(modelPath)
         let folder = (modelPath as NSString).deletingLastPathComponent as NSString
         let library = folder.appendingPathComponent(onnxRuntimeLibraryName)
@@ -139,8 +140,13 @@ public final class FaceDetector: FaceDetecting {
 
         /// Loads the model for `sharers` detectors that detect at once. ONNX
         /// Runtime's files are looked for beside `modelPath`.
-        public init(modelPath: String, threads: Int = 2, sharers: Int, runtime: InferenceRuntime = .auto) throws {
-            switch try FaceDetector.resolve(modelPath: modelPath, runtime: runtime) {
+        public convenience init(modelPath: String, threads: Int = 2, sharers: Int, runtime: InferenceRuntime = .auto) throws {
+            try self.init(modelPath: modelPath, threads: threads, sharers: sharers,
+                          resolved: FaceDetector.resolve(modelPath: modelPath, runtime: runtime))
+        }
+
+        fileprivate init(modelPath: String, threads: Int, sharers: Int, resolved: ResolvedRuntime) throws {
+            switch resolved {
             case .openCV(let reason):
                 fallbackReason = reason
                 self.runtime = .openCV

@@ -94,6 +94,7 @@
 #include <memory>
 #include <mutex>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -337,11 +338,11 @@ bool run_onnx_runtime(afd_detector *d, int in_w, int in_h, char *err, size_t err
 int run_and_decode(afd_detector *d, const Roi &roi, int in_w, int in_h, float fx, float fy,
                    float content_w, float content_h, float threshold,
                    afd_face *out, int max_faces, char *err, size_t err_len) {
-    std::unique_ptr<NetLease> lease;  // held until the outputs are decoded
+    std::optional<NetLease> lease;  // held until the outputs are decoded
     if (d->pool->onnx_runtime) {
         if (!run_onnx_runtime(d, in_w, in_h, err, err_len)) return -1;
     } else {
-        lease = std::make_unique<NetLease>(*d->pool, in_w, in_h);
+        lease.emplace(*d->pool, in_w, in_h);
         lease->net().setInput(d->blob);
         lease->net().forward(d->outs, output_names());
     }
