@@ -103,6 +103,9 @@ public struct RecorderConfig: Equatable, Sendable {
         /// What runs CenterFace: "auto" (ONNX Runtime where installed, else
         /// OpenCV DNN), "onnxruntime" or "opencv".
         public var runtime: String = "auto"
+        /// Live: how much the spare-time tiles are enlarged (searched only
+        /// with CPU the machine leaves idle; 0: none).
+        public var spareTileScale: Double = 1.5
     }
 
     /// The local web console and REST API (`[console]`).
@@ -252,6 +255,7 @@ public enum ConfigLoader {
         Key(name: "privacy.follow_network", kind: .string),
         Key(name: "privacy.yunet_threshold", kind: .number),
         Key(name: "privacy.runtime", kind: .string),
+        Key(name: "privacy.spare_tile_scale", kind: .number),
         Key(name: "privacy.follow_every", kind: .integer),
         Key(name: "privacy.max_latency_ms", kind: .integer),
         Key(name: "privacy.when_behind", kind: .string),
@@ -374,6 +378,10 @@ public enum ConfigLoader {
             throw ConfigError("\(reader.origin("privacy.follow_network")): privacy.follow_network = \"\(followNetwork)\" is not allowed; use \"centerface\" or \"yunet\"")
         }
         let yuNetThreshold = try reader.number("privacy.yunet_threshold", default: 0.5, range: 0.2...0.95)
+        let spareTileScale = try reader.number("privacy.spare_tile_scale", default: 1.5, range: 0...3)
+        if spareTileScale > 0, spareTileScale < 1 {
+            throw ConfigError("\(reader.origin("privacy.spare_tile_scale")): privacy.spare_tile_scale = \(spareTileScale) must be 0 (no spare-time tiles) or from 1 to 3 (e.g. 1.5)")
+        }
         let runtime = try reader.string("privacy.runtime", default: "auto")
         guard ["auto", "onnxruntime", "opencv"].contains(runtime) else {
             throw ConfigError("\(reader.origin("privacy.runtime")): privacy.runtime = \"\(runtime)\" is not allowed; use \"auto\", \"onnxruntime\" or \"opencv\"")
@@ -424,7 +432,7 @@ public enum ConfigLoader {
                            holdMs: holdMs, detectWidth: detectWidth, wholeEvery: wholeEvery, tileEvery: tileEvery,
                            followEvery: followEvery, maxLatencyMs: maxLatencyMs, whenBehind: whenBehind,
                            tileScale: tileScale, followNetwork: followNetwork, yuNetThreshold: yuNetThreshold,
-                           runtime: runtime),
+                           runtime: runtime, spareTileScale: spareTileScale),
             pipelineVariables: variables,
             sourceFile: file)
         for key in ["recording.pipeline", "privacy.model"] where reader.has(key) {

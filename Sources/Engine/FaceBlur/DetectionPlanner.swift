@@ -63,6 +63,13 @@ struct DetectionPlanner {
         /// pixels of the frame, enlarged to the network input (small faces
         /// become findable).
         var tileScale = 1.0
+        /// Spare-time tiles (0: none): a second grid, enlarged this much,
+        /// searched only when a detection thread has time nobody else wants
+        /// (`nextSparePass`). They vouch for no frame (a frame never waits
+        /// for them); what they find is followed and traced back like any
+        /// face, so a box with CPU to spare finds faces smaller than the
+        /// regular tiles can, and a loaded box loses nothing it had.
+        var spareTileScale = 0.0
         /// Frames after which an unchanged area is searched again anyway.
         var recheckEvery = 60
         /// Frames between searches around a followed face, at most: a face
@@ -154,6 +161,9 @@ struct DetectionPlanner {
         var lastSearch: Int?
         var reference: [UInt8] = []
         var dirtySince: Int?
+        /// The camera's travel at the last search: what part of the area's
+        /// picture the search saw (`unseenShare`).
+        var searchedTravel: Travel?
     }
 
     /// What the planner knows about following a track.
@@ -181,6 +191,9 @@ struct DetectionPlanner {
     let width: Int, height: Int
     private let blocksPerRow: Int
     private(set) var areas: [Area] = []
+    /// The areas a frame waits for (the whole frame and the regular tiles);
+    /// the rest are spare-time tiles.
+    private(set) var vouchingAreas = 0..<1
     private(set) var frames: [Frame] = []
     private(set) var follows: [Int: Follow] = [:]
     var tracker: FaceTracker
@@ -207,6 +220,14 @@ struct DetectionPlanner {
                 areas.append(Self.area(rect, width: width, height: height))
             }
         }
+        vouchingAreas = 0..<areas.count
+        if settings.tileEvery > 0, settings.spareTileScale > settings.tileScale {
+            let scale = settings.spareTileScale
+            let (tileWidth, tileHeight) = (Int(Double(settings.tileWidth) / scale), Int(Double(settings.tileHeight) / scale))
+            for rect in Self.tiles(width: width, height: height, tileWidth: tileWidth, tileHeight: tileHeight) {
+                areas.append(Self.area(rect, width: width, height: height))
+            }
+        }
     }
 
     private static func area(_ rect: FaceRect, width: Int, height: Int) -> Area {
@@ -228,6 +249,20 @@ struct DetectionPlanner {
             spans(width, tileWidth).map { x in FaceRect(x: x.0, y: y.0, width: x.1, height: y.1) }
         }
     }
+
+    /// The whole-frame pass searches the frame mirrored beyond its edges by
+    /// this many pixels (the stage copies searched regions with the picture
+    /// reflected at the frame's edges): a face cut by the edge, with its
+    /// mirror image, looks whole enough to be found. Follows of a face near
+    /// an edge reach beyond it the same way. On the crowd clip, most faces
+    /// left recognisable live were faces a third to a half out of the
+    /// picture, which the detector never finds unmirrored.
+    static let wholeFramePad = 48
+
+    /// A face box found partly beyond the frame (in the mirrored margin) is
+    /// a face only when at least this share of it is in the picture: the
+    /// rest are mirror images of faces near the edge.
+    static let minimumShareInside = 0.25
 
     /// Whether `box` (found in `region`) touches an edge of the region that
     /// is not an edge of the frame: it may be a face cut in two.
@@ -264,7 +299,7 @@ struct DetectionPlanner {
         for i in areas.indices where areas[i].dirtySince == nil && changed(i, frame) {
             areas[i].dirtySince = index
         }
-        for i in areas.indices where areas[i].lastSearch != nil && areas[i].dirtySince == nil { frame.covered.insert(i) }
+        for i in vouchingAreas where areas[i].lastSearch != nil && areas[i].dirtySince == nil { frame.covered.insert(i) }
         frames.append(frame)
     }
 
@@ -276,6 +311,9 @@ struct DetectionPlanner {
         let sceneToNew = travel.frameToScene.inverse
         tracker.transform(by: sceneToNew)
         for k in frames.indices { frames[k].travel.frameToScene = sceneToNew.after(frames[k].travel.frameToScene) }
+        for k in areas.indices {
+            if let then = areas[k].searchedTravel { areas[k].searchedTravel = Travel(frameToScene: sceneToNew.after(then.frameToScene)) }
+        }
         cameraSpeed *= sceneToNew.scale
         travel = Travel()
         sceneEpoch += 1
@@ -387,7 +425,7 @@ struct DetectionPlanner {
 
     /// Whether frame `index` has been searched enough to leave the delay line.
     func isSettled(_ index: Int) -> Bool {
-        for i in areas.indices {
+        for i in vouchingAreas {
             if !areaCovers(i, index) { return false }
         }
         if settings.strict { return true }
@@ -409,7 +447,7 @@ struct DetectionPlanner {
         let per = cell / Self.block
         let cw = (bw + per - 1) / per, ch = (bh + per - 1) / per
         var hit = [Bool](repeating: false, count: cw * ch)
-        for area in areas.indices where !areaCovers(area, index) {
+        for area in vouchingAreas where !areaCovers(area, index) {
             let a = areas[area]
             var k = 0
             for by in a.by0..<a.by1 {
@@ -499,7 +537,8 @@ struct DetectionPlanner {
                 }
             }
         }
-        for (i, area) in areas.enumerated() where !inFlight.contains(i == 0 ? .whole : .tile(i)) {
+        for i in vouchingAreas where !inFlight.contains(i == 0 ? .whole : .tile(i)) {
+            let area = areas[i]
             let every = i == 0 ? settings.wholeEvery : settings.tileEvery
             let due: Int
             // Searches of unchanged areas hold no frame back.
@@ -520,10 +559,13 @@ struct DetectionPlanner {
             offer(t, i == 0 ? 2 : 3, bestEffort: bestEffort) {
                 guard let frame = frame(t) else { return nil }
                 let reference = cells(of: area, in: frame)
+                let pad = Double(Self.wholeFramePad)
+                let padded = FaceRect(x: -pad, y: -pad, width: Double(width) + 2 * pad, height: Double(height) + 2 * pad)
+                let inputWidth = min(settings.wholeWidth, ((width + 31) / 32) * 32) * Int(padded.width) / width
                 return i == 0
-                    ? Pass(kind: .whole, frame: t, time: frame.time, region: area.rect,
-                           input: FaceDetector.inputSize(forRegionWidth: width, height: height,
-                                                         inputWidth: min(settings.wholeWidth, ((width + 31) / 32) * 32)),
+                    ? Pass(kind: .whole, frame: t, time: frame.time, region: padded,
+                           input: FaceDetector.inputSize(forRegionWidth: Int(padded.width), height: Int(padded.height),
+                                                         inputWidth: inputWidth),
                            keepAspect: false, reference: reference, travel: frame.travel, sceneEpoch: sceneEpoch)
                     : Pass(kind: .tile(i), frame: t, time: frame.time, region: area.rect,
                            input: (settings.tileWidth, settings.tileHeight), keepAspect: true, reference: reference,
@@ -531,6 +573,50 @@ struct DetectionPlanner {
             }
         }
         return best?.pass
+    }
+
+    /// A spare-time tile to search, on the newest frame, or nil when none
+    /// is due (or each due one is being searched). First the tiles whose
+    /// picture is most new (`unseenShare`: a pan or a pull-out brought it
+    /// in since their last search, and with it faces no search has seen,
+    /// which are in view for only a moment), then the one searched longest
+    /// ago, so spare time sweeps the grid. A tile is due when a quarter of
+    /// its picture is new, when it changed and was last searched
+    /// `tileEvery` frames ago, or `recheckEvery` frames ago anyway. Its
+    /// faces are traced back through the held frames by the regular
+    /// passes, so searching the newest frame protects the older ones too.
+    func nextSparePass() -> Pass? {
+        guard let newest else { return nil }
+        let spare = vouchingAreas.upperBound..<areas.count
+        let due = spare.compactMap { i -> (unseen: Double, last: Int, area: Int)? in
+            guard !inFlight.contains(.tile(i)) else { return nil }
+            let unseen = unseenShare(i, on: newest)
+            guard let last = areas[i].lastSearch else { return (unseen, Int.min, i) }
+            guard unseen >= 0.25 || newest.index >= last + (areas[i].dirtySince != nil ? settings.tileEvery : settings.recheckEvery)
+            else { return nil }
+            return (unseen, last, i)
+        }
+        guard let i = due.min(by: { (-$0.unseen, $0.last, $0.area) < (-$1.unseen, $1.last, $1.area) })?.area
+        else { return nil }
+        return Pass(kind: .tile(i), frame: newest.index, time: newest.time, region: areas[i].rect,
+                    input: (settings.tileWidth, settings.tileHeight), keepAspect: true, reference: cells(of: areas[i], in: newest),
+                    travel: newest.travel, sceneEpoch: sceneEpoch)
+    }
+
+    /// The share of area `i`'s picture on `frame` that was outside the
+    /// frame searched last time (the camera's travel between the two), in
+    /// quarters: 1 when never searched.
+    func unseenShare(_ i: Int, on frame: Frame) -> Double {
+        guard areas[i].lastSearch != nil, let then = areas[i].searchedTravel else { return 1 }
+        let seen = then.toFrame(frame.travel.toScene(areas[i].rect))
+        let inside = seen.intersection(FaceRect(x: 0, y: 0, width: Double(width), height: Double(height)))?.area ?? 0
+        return ((1 - inside / max(1, seen.area)) * 4).rounded(.down) / 4
+    }
+
+    /// Whether `kind` searches a spare-time tile.
+    func isSpareTime(_ kind: Kind) -> Bool {
+        if case .tile(let i) = kind { return !vouchingAreas.contains(i) }
+        return false
     }
 
     /// Frames between two searches for track `id`: between them the tracker
@@ -556,13 +642,20 @@ struct DetectionPlanner {
         guard let frame = frame(index), let scene = tracker.predicted(id, at: frame.time) else { return nil }
         let box = frame.travel.toFrame(scene)
         let side = max(48, settings.followScale * max(box.width, box.height) * (1 + 0.5 * Double(misses)))
-        var x = box.center.x - side / 2, y = box.center.y - side / 2
-        var w = side, h = side
-        // Keep the square inside the frame (shift, then clip what still sticks out).
-        x = max(0, min(x, Double(width) - w)); y = max(0, min(y, Double(height) - h))
-        if w > Double(width) { x = 0; w = Double(width) }
-        if h > Double(height) { y = 0; h = Double(height) }
-        let region = FaceRect(x: x.rounded(.down), y: y.rounded(.down), width: w.rounded(.up), height: h.rounded(.up))
+        // Centred on the face, reaching beyond an edge by up to half its side
+        // (mirrored there): a face leaving or entering is still found while
+        // half out of the picture. Never larger than the frame and that margin.
+        let (reachX, reachY) = (min(side / 2, Double(width) / 2), min(side / 2, Double(height) / 2))
+        let x0 = max(-reachX, box.center.x - side / 2), y0 = max(-reachY, box.center.y - side / 2)
+        let x1 = min(Double(width) + reachX, box.center.x + side / 2), y1 = min(Double(height) + reachY, box.center.y + side / 2)
+        var region = FaceRect(x: x0.rounded(.down), y: y0.rounded(.down), width: (x1 - x0).rounded(.up), height: (y1 - y0).rounded(.up))
+        if x1 - x0 < side / 2 || y1 - y0 < side / 2 || x1 <= 0 || y1 <= 0 || x0 >= Double(width) || y0 >= Double(height) {
+            // Expected (mostly) out of the picture: search the square of the frame
+            // nearest to it, so that the follow still runs (and misses, if the face left).
+            let w = min(side, Double(width)), h = min(side, Double(height))
+            let x = max(0, min(box.center.x - w / 2, Double(width) - w)), y = max(0, min(box.center.y - h / 2, Double(height) - h))
+            region = FaceRect(x: x.rounded(.down), y: y.rounded(.down), width: w.rounded(.up), height: h.rounded(.up))
+        }
         let templateAllowed = !backwards && misses == 0 && (follows[id]?.templateStreak ?? .max) < settings.templateFollows
         return Pass(kind: .follow(track: id, backwards: backwards), frame: index, time: frame.time, region: region,
                     input: (settings.followInput, settings.followInput), keepAspect: true, travel: frame.travel, sceneEpoch: sceneEpoch,
@@ -599,7 +692,9 @@ struct DetectionPlanner {
             }
             pass.sceneEpoch = sceneEpoch
         }
+        let picture = FaceRect(x: 0, y: 0, width: Double(width), height: Double(height))
         let faces = found.filter { !Self.touchesInnerEdge($0, of: pass.region, width: width, height: height) }
+            .filter { ($0.intersection(picture)?.area ?? 0) >= Self.minimumShareInside * $0.area }
             .map(pass.travel.toScene)
         switch pass.kind {
         case .whole, .tile:
@@ -608,13 +703,14 @@ struct DetectionPlanner {
             if pass.frame >= (areas[i].lastSearch ?? pass.frame) {
                 areas[i].lastSearch = pass.frame
                 areas[i].reference = pass.reference
+                areas[i].searchedTravel = pass.travel
                 areas[i].dirtySince = frames.first { $0.index > pass.frame && changed(i, $0) }?.index
                 // The frames held after it that did not change since are vouched for too.
-                for k in frames.indices where frames[k].index > pass.frame && frames[k].index < (areas[i].dirtySince ?? .max) {
+                for k in frames.indices where vouchingAreas.contains(i) && frames[k].index > pass.frame && frames[k].index < (areas[i].dirtySince ?? .max) {
                     frames[k].covered.insert(i)
                 }
             }
-            if let first = frames.first, pass.frame >= first.index, pass.frame - first.index < frames.count {
+            if vouchingAreas.contains(i), let first = frames.first, pass.frame >= first.index, pass.frame - first.index < frames.count {
                 frames[pass.frame - first.index].covered.insert(i)
             }
             let assigned = tracker.update(detections: faces, time: frame.time)

@@ -61,6 +61,12 @@ public struct FaceBlurSettings: Equatable, Sendable {
     /// two thirds the size enlarged 1.5× (faces from ~15 px), 2.25 times
     /// as many tile searches.
     public var tileScale = 1.0
+    /// Live: a second tile grid, enlarged this much (faces from ~15 px at
+    /// 1.5), searched only with CPU the machine leaves unused (`SpareCPU`),
+    /// by a thread of its own that no frame waits for. A quiet box finds
+    /// the smallest faces of a crowd; a loaded one loses nothing else
+    /// (its regular searches keep their schedule). 0: none.
+    public var spareTileScale = 1.5
     /// The tiles' network input (multiples of 32): a tile covers
     /// `tileInputWidth / tileScale` × `tileInputHeight / tileScale` pixels of
     /// the frame, and neighbours overlap by at least 64 px, so fewer, larger
@@ -136,6 +142,8 @@ public struct FaceBlurSettings: Equatable, Sendable {
             // run 26.0 → 21.4 s at the same recognisable faces (44 → 45 of 5453), peak RSS 385 → 480 MB.
             tileInputWidth = 736; tileInputHeight = 608
             maxQueuedFrames = max(wholeEvery, tileEvery) + 16
+            // Offline has no deadline: its regular tiles are the enlarged ones.
+            spareTileScale = 0
             // Templates save time, which offline has: every follow runs the network
             // (a template's box is a few pixels less exact than the network's).
             templateFollows = 0
@@ -148,6 +156,7 @@ public struct FaceBlurSettings: Equatable, Sendable {
         p.wholeEvery = max(1, wholeEvery)
         p.tileEvery = max(0, tileEvery)
         p.tileScale = min(3, max(1, tileScale))
+        p.spareTileScale = realTime && spareTileScale > 0 ? min(3, max(1, spareTileScale)) : 0
         p.tileWidth = max(32, tileInputWidth / 32 * 32)
         p.tileHeight = max(32, tileInputHeight / 32 * 32)
         p.followEvery = max(1, followEvery)
@@ -233,6 +242,9 @@ public final class FaceBlurStage: FrameProcessor {
         var yuNet: (any FaceDetecting)?
     }
     private let detectors: [Detectors]
+    /// The spare-time thread's detector (`spareTileScale`, live only).
+    private let spareDetectors: Detectors?
+    private let spareCPU: SpareCPU
     /// YuNet's follow squares are brought to 128 × 128, not the 96 × 96 of
     /// CenterFace's: on 96 YuNet found 93 % of the crowd clip's faces (0.5
     /// threshold), on 128 99 %, in about half CenterFace's time on 96. (The
@@ -270,6 +282,8 @@ public final class FaceBlurStage: FrameProcessor {
         public var skipped = 0
         public var wholeFramePasses = 0
         public var tilePasses = 0
+        /// Of the tile searches, those on spare-time tiles (`spareTileScale`).
+        public var spareTilePasses = 0
         /// Searches around faces already found (forwards and backwards).
         public var followPasses = 0
         /// Of the follows, those the face's template answered (no network run).
@@ -323,10 +337,11 @@ public final class FaceBlurStage: FrameProcessor {
     /// `metrics`: where the stage's counters and detection times go (the
     /// service's Prometheus registry); none for the offline `blur` command.
     public init(settings: FaceBlurSettings, realTime: Bool, logger: Logger = Logger(label: "allspark.faceblur"),
-                metrics: MetricsFactory = NOOPMetricsHandler.instance,
+                metrics: MetricsFactory = NOOPMetricsHandler.instance, spareCPU: SpareCPU = .measured,
                 makeDetector: ((FaceBlurSettings) throws -> any FaceDetecting)? = nil) throws {
         self.settings = settings
         self.realTime = realTime
+        self.spareCPU = spareCPU
         self.logger = logger
         self.metrics = StageMetrics(factory: metrics)
         // The detection threads load and drop networks whose activations are
@@ -336,11 +351,12 @@ public final class FaceBlurStage: FrameProcessor {
         // Blocks from the size of the large activations up are mapped on their own.
         ProcessHeap.limitGrowth(mmapThreshold: 4 << 20)
         let workers = max(1, settings.workers)
+        let spareTime = settings.plannerSettings(realTime: realTime).spareTileScale > 0 && settings.tileEvery > 0
         // By default the detection threads share one set of networks: each
         // thread's own would keep every input size's activations per thread.
         let make: (FaceBlurSettings) throws -> any FaceDetecting = try makeDetector ?? {
             let shared = try FaceDetector.SharedNets(modelPath: settings.modelPath, threads: settings.threads,
-                                                     sharers: workers, runtime: settings.runtime)
+                                                     sharers: workers + (spareTime ? 1 : 0), runtime: settings.runtime)
             if let reason = shared.fallbackReason {
                 logger.warning("face detection runs on OpenCV DNN, 2 to 5 times slower than ONNX Runtime: \(reason)")
             } else {
@@ -357,14 +373,23 @@ public final class FaceBlurStage: FrameProcessor {
                 : makeDetector != nil ? centerFace : try YuNetDetector(libraryPath: yuNetPath)
             return Detectors(centerFace: centerFace, yuNet: yuNet)
         }
-        runningWorkers = detectors.count
+        // Spare-time tiles are CenterFace searches only.
+        spareDetectors = spareTime ? Detectors(centerFace: try make(settings), yuNet: nil) : nil
+        runningWorkers = detectors.count + (spareDetectors == nil ? 0 : 1)
         for (i, detector) in detectors.enumerated() {
-            let thread = Thread { [weak self] in self?.detectionLoop(detector) }
-            thread.name = "face-detection-\(i + 1)"
-            thread.stackSize = 4 << 20
-            threads.append(thread)
-            thread.start()
+            start("face-detection-\(i + 1)") { [weak self] in self?.detectionLoop(detector) }
         }
+        if let spareDetectors {
+            start("face-spare-time") { [weak self] in self?.spareTimeLoop(spareDetectors) }
+        }
+    }
+
+    private func start(_ name: String, _ body: @escaping () -> Void) {
+        let thread = Thread(block: body)
+        thread.name = name
+        thread.stackSize = 4 << 20
+        threads.append(thread)
+        thread.start()
     }
 
     /// Ends the detection thread (after `drain`); the stage is done.
@@ -379,7 +404,7 @@ public final class FaceBlurStage: FrameProcessor {
         }
         guard c.frames > 0 else { return }
         let passes = c.wholeFramePasses + c.tilePasses + c.followPasses
-        logger.notice("face blur: \(c.frames) frames, \(c.framesWithFaces) with faces hidden, \(c.blackedOut) blacked out, \(c.dropped) dropped\(realTime ? ", \(c.skipped) not recorded (behind), \(c.late) late (\(String(format: "%.1f", c.unconfirmedArea / Double(max(1, c.late)) * 100)) % of their picture hidden as unconfirmed)" : ""); \(c.wholeFramePasses) whole-frame, \(c.tilePasses) tile and \(c.followPasses) follow detections (\(c.templateFollows) of them by template\(c.followsRetried > 0 ? ", \(c.followsRetried) searched again by CenterFace after YuNet missed" : ""); \(String(format: "%.1f + %.1f + %.1f s", c.wholeSeconds, c.tileSeconds, c.followSeconds)), \(passes > 0 ? Int(c.detectionSeconds / Double(passes) * 1000) : 0) ms each on average)")
+        logger.notice("face blur: \(c.frames) frames, \(c.framesWithFaces) with faces hidden, \(c.blackedOut) blacked out, \(c.dropped) dropped\(realTime ? ", \(c.skipped) not recorded (behind), \(c.late) late (\(String(format: "%.1f", c.unconfirmedArea / Double(max(1, c.late)) * 100)) % of their picture hidden as unconfirmed)" : ""); \(c.wholeFramePasses) whole-frame, \(c.tilePasses) tile (\(c.spareTilePasses) in spare time) and \(c.followPasses) follow detections (\(c.templateFollows) of them by template\(c.followsRetried > 0 ? ", \(c.followsRetried) searched again by CenterFace after YuNet missed" : ""); \(String(format: "%.1f + %.1f + %.1f s", c.wholeSeconds, c.tileSeconds, c.followSeconds)), \(passes > 0 ? Int(c.detectionSeconds / Double(passes) * 1000) : 0) ms each on average)")
     }
 
     private static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
@@ -625,6 +650,7 @@ public final class FaceBlurStage: FrameProcessor {
 
     // MARK: Detection thread
 
+    /// A detection thread: runs the passes the planner holds frames for, as they come due.
     private func detectionLoop(_ detectors: Detectors) {
         defer { condition.withLock { runningWorkers -= 1; condition.broadcast() } }
         while true {
@@ -639,70 +665,114 @@ public final class FaceBlurStage: FrameProcessor {
             }
             guard let job, !stopping else { condition.unlock(); return }
             condition.unlock()
-
-            let started = Self.now()
-            if let found = matchTemplate(job) {
-                let elapsed = Self.now() - started
-                condition.withLock {
-                    if planner != nil, job.generation == plannerGeneration {
-                        planner?.record(job.pass, found: [found], byTemplate: true)
-                        countersStorage.templateFollows += 1
-                        countersStorage.detectionSeconds += Double(elapsed) / 1e9
-                        countPass(job.pass.kind, seconds: Double(elapsed) / 1e9)
-                    }
-                    condition.broadcast()
-                }
-                continue
-            }
-            var retried = false
-            let result: Result<[FaceDetection], Error> = Result {
-                try job.luma.withUnsafeBufferPointer { luma in
-                    let whole = FaceRect(x: 0, y: 0, width: Double(job.width), height: Double(job.height))
-                    let onCenterFace = {
-                        try detectors.centerFace.detect(luma: luma.baseAddress!, width: job.width, height: job.height, stride: job.width,
-                                                        region: whole, input: job.pass.input, keepAspect: job.pass.keepAspect,
-                                                        threshold: self.settings.threshold)
-                    }
-                    guard let yuNet = detectors.yuNet, case .follow = job.pass.kind, let expected = job.pass.expected else {
-                        return try onCenterFace()
-                    }
-                    let input = Self.yuNetFollowInput
-                    let local = FaceRect(x: expected.x - job.pass.region.x, y: expected.y - job.pass.region.y,
-                                         width: expected.width, height: expected.height)
-                    let (faces, again) = try Self.follow(expecting: local, yuNet: {
-                        try yuNet.detect(luma: luma.baseAddress!, width: job.width, height: job.height, stride: job.width,
-                                         region: whole, input: (input, input), keepAspect: job.pass.keepAspect,
-                                         threshold: self.settings.yuNetThreshold)
-                    }, centerFace: onCenterFace)
-                    retried = again
-                    return faces
-                }
-            }
-            let elapsed = Self.now() - started
-            let seconds = Double(elapsed) / 1e9
-            metrics.detection(job.pass.kind).recordNanoseconds(Int64(elapsed))
-
-            condition.lock()
-            countersStorage.detectionSeconds += seconds
-            if retried { countersStorage.followsRetried += 1 }
-            switch result {
-            case .success(let faces):
-                let (ox, oy) = (job.pass.region.x, job.pass.region.y)
-                let found = faces.map { FaceRect(x: $0.rect.x + ox, y: $0.rect.y + oy, width: $0.rect.width, height: $0.rect.height) }
-                if logger.logLevel <= .debug {
-                    logger.debug("detection on frame \(job.pass.frame), \(job.pass.kind) \(job.pass.region): \(zip(found, faces).map { "\($0.0) \(String(format: "%.2f", $0.1.score))" })")
-                }
-                if planner != nil, job.generation == plannerGeneration {
-                    let sightings = planner?.record(job.pass, found: found) ?? []
-                    if settings.templateFollows > 0, planner?.settings.strict == false { keepTemplates(of: sightings, frame: job.pass.frame) }
-                    countPass(job.pass.kind, seconds: seconds)
-                }
-            case .failure(let error):
-                fail("\(error)")
-            }
-            condition.broadcast()
-            condition.unlock()
+            run(job, on: detectors)
         }
+    }
+
+    /// Spare time: how long one burst of spare-time searches lasts at most
+    /// (seconds), and how many idle cores, measured over the pause before
+    /// it, it needs. It then takes at most what was idle less `spareReserve`
+    /// (paced by the pause after it), so the rest of the box keeps a margin.
+    static let spareBurst = 0.15, spareMinimum = 0.5, spareReserve = 0.25
+
+    /// The spare-time thread: spare-time tiles (`DetectionPlanner.nextSparePass`),
+    /// only in bursts after a pause in which the machine left at least
+    /// `spareMinimum` cores idle; a pass never holds a frame back.
+    private func spareTimeLoop(_ detectors: Detectors) {
+        defer { condition.withLock { runningWorkers -= 1; condition.broadcast() } }
+        var meter = IdleCPUMeter(spareCPU)   // this thread's own
+        var pause = 0.2
+        while true {
+            meter.start()
+            let stop = condition.withLock { () -> Bool in
+                let until = Date().addingTimeInterval(pause)
+                while !stopping, Date() < until { _ = condition.wait(until: until) }
+                return stopping
+            }
+            if stop { return }
+            let idle = meter.idleCores()
+            guard idle >= Self.spareMinimum else { pause = 0.2; continue }
+            let started = Self.now()
+            while Double(Self.now() - started) / 1e9 < Self.spareBurst {
+                let job = condition.withLock { () -> DetectionJob? in
+                    guard !stopping, failure == nil, let pass = planner?.nextSparePass(),
+                          let job = copyRegion(for: pass) else { return nil }
+                    planner?.begin(pass)
+                    return job
+                }
+                guard let job else { break }
+                run(job, on: detectors)
+            }
+            let busy = Double(Self.now() - started) / 1e9
+            let share = min(1, idle - Self.spareReserve)
+            pause = max(0.1, busy * (1 / share - 1))
+        }
+    }
+
+    /// Detection thread, outside the lock: runs `job` and records what it found.
+    private func run(_ job: DetectionJob, on detectors: Detectors) {
+        let started = Self.now()
+        if let found = matchTemplate(job) {
+            let elapsed = Self.now() - started
+            condition.withLock {
+                if planner != nil, job.generation == plannerGeneration {
+                    planner?.record(job.pass, found: [found], byTemplate: true)
+                    countersStorage.templateFollows += 1
+                    countersStorage.detectionSeconds += Double(elapsed) / 1e9
+                    countPass(job.pass.kind, seconds: Double(elapsed) / 1e9)
+                }
+                condition.broadcast()
+            }
+            return
+        }
+        var retried = false
+        let result: Result<[FaceDetection], Error> = Result {
+            try job.luma.withUnsafeBufferPointer { luma in
+                let whole = FaceRect(x: 0, y: 0, width: Double(job.width), height: Double(job.height))
+                let onCenterFace = {
+                    try detectors.centerFace.detect(luma: luma.baseAddress!, width: job.width, height: job.height, stride: job.width,
+                                                    region: whole, input: job.pass.input, keepAspect: job.pass.keepAspect,
+                                                    threshold: self.settings.threshold)
+                }
+                guard let yuNet = detectors.yuNet, case .follow = job.pass.kind, let expected = job.pass.expected else {
+                    return try onCenterFace()
+                }
+                let input = Self.yuNetFollowInput
+                let local = FaceRect(x: expected.x - job.pass.region.x, y: expected.y - job.pass.region.y,
+                                     width: expected.width, height: expected.height)
+                let (faces, again) = try Self.follow(expecting: local, yuNet: {
+                    try yuNet.detect(luma: luma.baseAddress!, width: job.width, height: job.height, stride: job.width,
+                                     region: whole, input: (input, input), keepAspect: job.pass.keepAspect,
+                                     threshold: self.settings.yuNetThreshold)
+                }, centerFace: onCenterFace)
+                retried = again
+                return faces
+            }
+        }
+        let elapsed = Self.now() - started
+        let seconds = Double(elapsed) / 1e9
+        metrics.detection(job.pass.kind).recordNanoseconds(Int64(elapsed))
+
+        condition.lock()
+        countersStorage.detectionSeconds += seconds
+        if retried { countersStorage.followsRetried += 1 }
+        switch result {
+        case .success(let faces):
+            let (ox, oy) = (job.pass.region.x, job.pass.region.y)
+            let found = faces.map { FaceRect(x: $0.rect.x + ox, y: $0.rect.y + oy, width: $0.rect.width, height: $0.rect.height) }
+            if logger.logLevel <= .debug {
+                logger.debug("detection on frame \(job.pass.frame), \(job.pass.kind) \(job.pass.region): \(zip(found, faces).map { "\($0.0) \(String(format: "%.2f", $0.1.score))" })")
+            }
+            if planner != nil, job.generation == plannerGeneration {
+                let sightings = planner?.record(job.pass, found: found) ?? []
+                if settings.templateFollows > 0, planner?.settings.strict == false { keepTemplates(of: sightings, frame: job.pass.frame) }
+                countPass(job.pass.kind, seconds: seconds)
+            }
+        case .failure(let error):
+            fail("\(error)")
+        }
+        condition.broadcast()
+        condition.unlock()
     }
 
     /// A follow run on YuNet first: YuNet's faces, unless they do not
@@ -730,6 +800,7 @@ public final class FaceBlurStage: FrameProcessor {
         case .tile:
             countersStorage.tilePasses += 1
             countersStorage.tileSeconds += seconds
+            if planner?.isSpareTime(kind) == true { countersStorage.spareTilePasses += 1 }
         case .follow:
             countersStorage.followPasses += 1
             countersStorage.followSeconds += seconds
@@ -772,25 +843,34 @@ public final class FaceBlurStage: FrameProcessor {
         guard let first = queue.first, pass.frame >= first.index, pass.frame - first.index < queue.count else { return nil }
         let pending = queue[pass.frame - first.index]
         let r = pass.region
-        let x0 = max(0, Int(r.x)), y0 = max(0, Int(r.y))
-        let x1 = min(pending.width, Int(r.maxX.rounded(.up))), y1 = min(pending.height, Int(r.maxY.rounded(.up)))
-        guard x1 > x0, y1 > y0 else { return nil }
+        // A region may reach beyond the frame by less than the frame's size
+        // (`DetectionPlanner.wholeFramePad`, follows at an edge): the picture
+        // is mirrored there.
+        let x0 = max(-(pending.width - 1), Int(r.x.rounded(.down))), y0 = max(-(pending.height - 1), Int(r.y.rounded(.down)))
+        let x1 = min(2 * pending.width - 1, Int(r.maxX.rounded(.up))), y1 = min(2 * pending.height - 1, Int(r.maxY.rounded(.up)))
+        guard x1 > max(0, x0), y1 > max(0, y0), x0 < pending.width, y0 < pending.height else { return nil }
         do {
             let (w, h) = (x1 - x0, y1 - y0)
             let luma = try pending.sample.readingVideoFrame { f -> [UInt8] in
                 var out = [UInt8](repeating: 0, count: w * h)
+                let mirror = { (v: Int, n: Int) -> Int in v < 0 ? -v : (v >= n ? 2 * (n - 1) - v : v) }
+                let inside = (max(0, x0), min(f.width, x1))
                 out.withUnsafeMutableBufferPointer { dst in
                     for row in 0..<h {
-                        (dst.baseAddress! + row * w).update(from: f.luma.data + (y0 + row) * f.luma.stride + x0, count: w)
+                        let src = f.luma.data + mirror(y0 + row, f.height) * f.luma.stride
+                        let line = dst.baseAddress! + row * w
+                        (line + (inside.0 - x0)).update(from: src + inside.0, count: inside.1 - inside.0)
+                        for x in x0..<inside.0 { line[x - x0] = src[mirror(x, f.width)] }
+                        for x in inside.1..<x1 { line[x - x0] = src[mirror(x, f.width)] }
                     }
                 }
                 return out
             }
-            var clipped = pass
-            clipped.region = FaceRect(x: Double(x0), y: Double(y0), width: Double(w), height: Double(h))
+            var copied = pass
+            copied.region = FaceRect(x: Double(x0), y: Double(y0), width: Double(w), height: Double(h))
             var template: FaceTemplate?
             if pass.mayUseTemplate, case .follow(let id, false) = pass.kind { template = templates[id] }
-            return DetectionJob(pass: clipped, generation: plannerGeneration, luma: luma, width: w, height: h, template: template)
+            return DetectionJob(pass: copied, generation: plannerGeneration, luma: luma, width: w, height: h, template: template)
         } catch {
             fail("cannot read a frame for detection: \(error)")
             return nil

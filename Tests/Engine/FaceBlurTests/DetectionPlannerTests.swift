@@ -162,6 +162,86 @@ final class DetectionPlannerTests: XCTestCase {
         XCTAssertTrue(passes.allSatisfy { $0.input == (480, 416) && $0.keepAspect }, "the network sees each tile enlarged 1.5×")
     }
 
+    /// Spare-time tiles: a second, finer grid that no frame waits for. The
+    /// spare-time thread takes them one by one on the newest frame, never
+    /// searched ones first; an unchanged picture owes them nothing; after a
+    /// pan, the tile whose picture came in with it goes first; and what they
+    /// find is followed and traced back like any face.
+    func testSpareTimeTilesHoldNoFrameBackAndSearchWhatIsNewFirst() {
+        var s = DetectionPlanner.Settings()
+        s.tileEvery = 16
+        s.spareTileScale = 1.5
+        let (width, height) = (1280, 720)
+        var p = DetectionPlanner(settings: s, tracker: FaceTracker(), width: width, height: height)
+        XCTAssertEqual(p.vouchingAreas, 0..<7, "the whole frame and 3 × 2 regular tiles")
+        XCTAssertEqual(p.areas.count, 7 + 20, "and 5 × 4 spare-time tiles")
+        let flat = [UInt8](repeating: 100, count: (width / 8) * (height / 8))
+        p.add(index: 0, time: 0, blocks: flat)
+        let regular = runDue(&p)
+        XCTAssertTrue(regular.allSatisfy { !p.isSpareTime($0.kind) }, "regular passes never include spare-time tiles")
+        XCTAssertTrue(p.isSettled(0), "no frame waits for a spare-time tile")
+        for i in 1...3 { p.add(index: i, time: UInt64(i) * Self.frameNs, blocks: flat) }
+        var swept: [Int] = []
+        while let pass = p.nextSparePass() {
+            guard case .tile(let i) = pass.kind, p.isSpareTime(pass.kind), swept.count < 30 else { return XCTFail("\(pass.kind)") }
+            XCTAssertEqual(pass.frame, 3, "on the newest frame")
+            XCTAssertEqual(pass.input.width, 480, "the regular tiles' network input, for a tile two thirds their size")
+            XCTAssertEqual(pass.region.width, 320)
+            p.begin(pass)
+            p.record(pass, found: [])
+            swept.append(i)
+        }
+        XCTAssertEqual(Set(swept).count, 20, "each spare-time tile once, then none owed on an unchanged picture")
+        // The camera pans left by 160 px: the left column of spare tiles shows what no search saw.
+        var moved = flat
+        for r in 0..<(height / 8) { for c in 0..<(160 / 8) { moved[r * (width / 8) + c] = 160 } }
+        p.add(index: 4, time: 4 * Self.frameNs, blocks: moved, cameraMotion: Similarity(a: 1, b: 0, tx: 160, ty: 0))
+        let next = p.nextSparePass()
+        XCTAssertEqual(next?.region.x, 0, "the tile at the edge the picture came in at goes first: \(String(describing: next))")
+        // A face found there is followed and traced back by the regular passes.
+        if let next {
+            let face = FaceRect(x: next.region.x + 40, y: next.region.y + 40, width: 18, height: 22)
+            p.begin(next)
+            p.record(next, found: [face])
+            XCTAssertTrue(p.follows.values.contains { $0.isPending(on: 5) || $0.frontier != nil || $0.checkedThrough == 4 })
+            XCTAssertTrue(p.regions(forFrame: 4).contains { $0.intersection(face)?.area == face.area }, "hidden where found")
+        }
+    }
+
+    /// The whole frame is searched mirrored beyond its edges, and so is the
+    /// square around a followed face at an edge: a face half out of the
+    /// picture looks whole enough to be found. A box found mostly in the
+    /// mirrored margin is a mirror image, not a face.
+    func testSearchesReachBeyondTheEdgeWhereThePictureIsMirrored() {
+        var p = planner()
+        add(&p, 0)
+        let whole = p.nextPass()
+        XCTAssertEqual(whole?.kind, .whole)
+        let pad = Double(DetectionPlanner.wholeFramePad)
+        XCTAssertEqual(whole?.region, FaceRect(x: -pad, y: -pad, width: Double(Self.width) + 2 * pad, height: Double(Self.height) + 2 * pad))
+        guard let whole else { return }
+        // A face half out on the left, and a mirror image (nearly all in the margin) on the right.
+        let half = FaceRect(x: -20, y: 60, width: 40, height: 48)
+        let mirror = FaceRect(x: Double(Self.width) - 6, y: 60, width: 40, height: 48)
+        p.begin(whole)
+        p.record(whole, found: [half, mirror])
+        runDue(&p)
+        let regions = p.regions(forFrame: 0)
+        XCTAssertTrue(regions.contains { $0.intersection(half)?.area == half.area }, "the half face is hidden: \(regions)")
+        XCTAssertFalse(regions.contains { $0.maxX > Double(Self.width) - 20 }, "the mirror image is not: \(regions)")
+        // Its follow reaches beyond the edge, centred on it.
+        add(&p, 1, [(0, 7), (0, 8), (1, 7), (1, 8)])
+        add(&p, 2, [(0, 7), (0, 8), (1, 7), (1, 8)])
+        var follow: DetectionPlanner.Pass?
+        while let pass = p.nextPass() {
+            p.begin(pass)
+            if case .follow(_, false) = pass.kind { follow = pass; break }
+            p.record(pass, found: [])
+        }
+        XCTAssertLessThan(follow?.region.x ?? 0, 0, "the follow square reaches past the left edge: \(String(describing: follow))")
+        XCTAssertLessThan(abs((follow?.region.center.x ?? 99) - half.center.x), 8, "centred on the face")
+    }
+
     func testAFaceFoundLateIsTracedBackAndFollowed() {
         var p = planner()
         add(&p, 0)

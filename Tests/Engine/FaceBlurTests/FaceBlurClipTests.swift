@@ -172,6 +172,24 @@ final class FaceBlurClipTests: XCTestCase {
         assertAnonymised(try judge(clip))
     }
 
+    /// A face never more than a third in the picture (two thirds of it
+    /// beyond the left edge, or beyond the bottom): the detector does not
+    /// find a face cut like that (without the mirrored margin the bottom one
+    /// was left recognisable on all 60 frames), but finds it whole enough in
+    /// the picture mirrored at the edge, which is what the stage searches there.
+    func testAFaceMostlyOutOfThePictureIsHidden() throws {
+        let face = Self.astronautFace
+        let w = face.width * 110 / face.height
+        let left = Self.clip("out-left", photo: Self.astronaut, face: face) { t in
+            (fx: -0.68 * w, fy: 60 + 100 * t, faceHeight: 110, gain: 1)
+        }
+        assertAnonymised(try judge(left))
+        let bottom = Self.clip("out-bottom", photo: Self.astronaut, face: face) { t in
+            (fx: 100 + 200 * t, fy: Double(Self.height) - 0.34 * 110, faceHeight: 110, gain: 1)
+        }
+        assertAnonymised(try judge(bottom))
+    }
+
     /// The camera pans right over a wider scene and a person standing in it
     /// comes in at the right edge: hidden from the first frame it counts as
     /// in the picture (offline, the frames before it was found are searched back).

@@ -12,11 +12,12 @@ final class LiveFaceBlurTests: XCTestCase {
     /// Keeps every stage the recorder builds (the first only validates) so the test can read its counters.
     final class Stages { var all: [FaceBlurStage] = []; var last: FaceBlurStage? { all.last } }
 
-    func recorderWithStages(_ config: RecorderConfig,
+    func recorderWithStages(_ config: RecorderConfig, spareCPU: SpareCPU = .measured,
                             makeDetector: ((FaceBlurSettings) throws -> any FaceDetecting)? = nil) throws -> (Recorder, Stages) {
         let stages = Stages()
         let recorder = try Recorder(config: config, makeProcessor: { config in
-            let stage = try FaceBlurStage(settings: FaceBlurSettings(config.privacy), realTime: true, makeDetector: makeDetector)
+            let stage = try FaceBlurStage(settings: FaceBlurSettings(config.privacy), realTime: true, spareCPU: spareCPU,
+                                          makeDetector: makeDetector)
             stages.all.append(stage)
             return stage
         })
@@ -117,14 +118,14 @@ final class LiveFaceBlurTests: XCTestCase {
 
     /// Plays the first `frames` of `clip` live through the recorder with face blur and `detector`
     /// (waiting for them to be captured, however loaded the machine); returns the stage's counters and the recorded frames.
-    func recordLive(_ clip: URL, frames count: Int, extra: [String] = [],
-                    detector: @escaping (FaceBlurSettings) throws -> any FaceDetecting) throws -> (FaceBlurStage.Counters, [RawImage]) {
+    func recordLive(_ clip: URL, frames count: Int, extra: [String] = [], spareCPU: SpareCPU = .measured,
+                    detector: ((FaceBlurSettings) throws -> any FaceDetecting)?) throws -> (FaceBlurStage.Counters, [RawImage]) {
         let storage = TemporaryDirectory()
         let config = try testConfig(storage: storage.path, extra: [
             "privacy.face_blur=true", "privacy.model=\(faceModelPath)", "recording.pipeline=\(repoPath("pipelines/file.pipeline"))",
             "pipeline.vars.input=\(clip.path)", "pipeline.vars.bitrate_kbps=6000", "recording.chunk_duration_ms=60000",
         ] + extra)
-        let (recorder, stages) = try recorderWithStages(config, makeDetector: detector)
+        let (recorder, stages) = try recorderWithStages(config, spareCPU: spareCPU, makeDetector: detector)
         try recorder.start()
         XCTAssertTrue(waitOnMainLoop(60) { recorder.frameStatistics.captured >= count }, "\(count) frames captured: \(recorder.frameStatistics)")
         XCTAssertTrue(stopAndWait(recorder))
@@ -185,6 +186,41 @@ final class LiveFaceBlurTests: XCTestCase {
         XCTAssertEqual(blurredCorners, [], "the unchanged part of late frames out of the faces' reach is left as it was: \(counters)")
         XCTAssertGreaterThan(cornersJudged, 60, "corners out of reach were judged")
         print("slow detector: \(cornersJudged) corners out of the faces' reach judged")  // test report
+    }
+
+    /// A face too small for the regular searches (17 px: the tiles and the
+    /// whole frame search this frame size unenlarged, from ~22 px) is found
+    /// by the spare-time tiles (enlarged 1.5×) when the machine has CPU to
+    /// spare, and hidden; with none to spare they never run. (`SpareCPU.fixed`
+    /// stands for the machine's idle time, which a test cannot control.)
+    func testSpareTimeTilesFindAFaceTooSmallForTheRegularSearchesOnlyWithCPUToSpare() throws {
+        let dir = TemporaryDirectory()
+        let background = try decodeFrames(testAsset("coffee.png"))[0].resized(width: Self.clipWidth, height: Self.clipHeight)
+        let astronaut = try decodeFrames(testAsset("astronaut.png"))[0]
+        let found = try astronaut.y.withUnsafeBufferPointer {
+            try FaceDetector(modelPath: faceModelPath).detect(luma: $0.baseAddress!, width: astronaut.width, height: astronaut.height,
+                                                              stride: astronaut.width, inputWidth: 512, threshold: 0.5)
+        }
+        let face = try XCTUnwrap(found.first?.rect)
+        let (h, fx, fy) = (17.0, 300.0, 170.0)
+        let s = h / face.height
+        var frame = background
+        frame.draw(astronaut, x: fx - face.x * s, y: fy - face.y * s, scale: s)
+        let small = Rect(x: fx, y: fy, width: face.width * s, height: h)
+        let clip = dir.file("small.mp4")
+        try writeClip([RawImage](repeating: frame, count: Self.clipFrames), to: clip)
+        let before = try XCTUnwrap(detail(of: frame, in: small))
+
+        let (spare, withSpare) = try recordLive(clip, frames: Self.clipFrames, spareCPU: .fixed(cores: 2), detector: nil)
+        XCTAssertGreaterThan(spare.spareTilePasses, 0, "\(spare)")
+        let kept = withSpare.suffix(60).map { (detail(of: $0, in: small) ?? 0) / before }
+        XCTAssertLessThan(kept.max() ?? 1, 0.5, "the small face is hidden once the spare-time tiles found it: \(spare)")
+
+        let (busy, withoutSpare) = try recordLive(clip, frames: Self.clipFrames, spareCPU: .fixed(cores: 0), detector: nil)
+        // The premise: the regular searches alone do not find a face this small.
+        XCTAssertGreaterThan(withoutSpare.suffix(60).map { (detail(of: $0, in: small) ?? 0) / before }.max() ?? 0, 0.5)
+        XCTAssertEqual(busy.spareTilePasses, 0, "no CPU to spare: no spare-time search")
+        XCTAssertGreaterThan(busy.tilePasses + busy.wholeFramePasses, 0, "the regular searches ran")
     }
 
     func testADetectorThatFailsBlacksOutEverythingAfter() throws {
