@@ -221,7 +221,8 @@ public struct FaceBlurSettings: Equatable, Sendable {
 ///
 /// Threading: `process`/`drain` on the streaming thread (one at a time);
 /// `workers` detection threads, each with its own detector (two, each on
-/// one OpenCV thread); shared state (queue,
+/// one OpenCV thread); live, one spare-time thread with its own detector
+/// and its own `IdleCPUMeter` (`spareTimeLoop`); shared state (queue,
 /// planner, tracker) under `condition`; a pass copies the luma it needs
 /// under the lock and runs outside it.
 ///
