@@ -5,7 +5,8 @@ import Foundation
 ///
 /// Three kinds of search (all CenterFace, at three fixed network sizes):
 /// - **whole**: the whole frame at `wholeWidth` (640: faces from ~45 px at
-///   720p, up to frame-filling);
+///   720p, up to frame-filling), with a margin mirrored past each edge
+///   (`wholeFramePad`: faces cut by the edge);
 /// - **tile**: one tile of a grid at full resolution (faces from ~22 px;
 ///   tiles overlap by ≥ 64 px so a face too small for the whole-frame pass
 ///   is whole in one of them);
@@ -13,7 +14,11 @@ import Foundation
 ///   `followScale` × its size around where it is expected, scaled to
 ///   96×96 px: small faces are enlarged, big ones shrunk), which keeps a
 ///   track's position exact from frame to frame at a few % of the cost of
-///   a whole-frame pass.
+///   a whole-frame pass; near an edge the square reaches past it, mirrored.
+///
+/// Live, a finer grid of **spare-time tiles** (`spareTileScale`) vouches
+/// for no frame: `nextSparePass` hands them to a thread that runs only on
+/// idle CPU.
 ///
 /// Change gating: each frame's luma is reduced to 8×8-pixel block means.
 /// The whole frame and each tile (an "area") remember the block means of
@@ -559,17 +564,19 @@ struct DetectionPlanner {
             offer(t, i == 0 ? 2 : 3, bestEffort: bestEffort) {
                 guard let frame = frame(t) else { return nil }
                 let reference = cells(of: area, in: frame)
-                let pad = Double(Self.wholeFramePad)
-                let padded = FaceRect(x: -pad, y: -pad, width: Double(width) + 2 * pad, height: Double(height) + 2 * pad)
-                let inputWidth = min(settings.wholeWidth, ((width + 31) / 32) * 32) * Int(padded.width) / width
-                return i == 0
-                    ? Pass(kind: .whole, frame: t, time: frame.time, region: padded,
-                           input: FaceDetector.inputSize(forRegionWidth: Int(padded.width), height: Int(padded.height),
-                                                         inputWidth: inputWidth),
-                           keepAspect: false, reference: reference, travel: frame.travel, sceneEpoch: sceneEpoch)
-                    : Pass(kind: .tile(i), frame: t, time: frame.time, region: area.rect,
-                           input: (settings.tileWidth, settings.tileHeight), keepAspect: true, reference: reference,
-                           travel: frame.travel, sceneEpoch: sceneEpoch)
+                guard i != 0 else {
+                    // The frame and its mirrored margin, at the scale the frame alone would have.
+                    let pad = Double(Self.wholeFramePad)
+                    let padded = FaceRect(x: -pad, y: -pad, width: Double(width) + 2 * pad, height: Double(height) + 2 * pad)
+                    let inputWidth = min(settings.wholeWidth, ((width + 31) / 32) * 32) * Int(padded.width) / width
+                    return Pass(kind: .whole, frame: t, time: frame.time, region: padded,
+                                input: FaceDetector.inputSize(forRegionWidth: Int(padded.width), height: Int(padded.height),
+                                                              inputWidth: inputWidth),
+                                keepAspect: false, reference: reference, travel: frame.travel, sceneEpoch: sceneEpoch)
+                }
+                return Pass(kind: .tile(i), frame: t, time: frame.time, region: area.rect,
+                            input: (settings.tileWidth, settings.tileHeight), keepAspect: true, reference: reference,
+                            travel: frame.travel, sceneEpoch: sceneEpoch)
             }
         }
         return best?.pass
