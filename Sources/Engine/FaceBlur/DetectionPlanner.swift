@@ -707,17 +707,18 @@ struct DetectionPlanner {
         case .whole, .tile:
             let i: Int
             if case .tile(let t) = pass.kind { i = t } else { i = 0 }
+            let vouches = vouchingAreas.contains(i)   // spare-time tiles vouch for no frame
             if pass.frame >= (areas[i].lastSearch ?? pass.frame) {
                 areas[i].lastSearch = pass.frame
                 areas[i].reference = pass.reference
                 areas[i].searchedTravel = pass.travel
                 areas[i].dirtySince = frames.first { $0.index > pass.frame && changed(i, $0) }?.index
                 // The frames held after it that did not change since are vouched for too.
-                for k in frames.indices where vouchingAreas.contains(i) && frames[k].index > pass.frame && frames[k].index < (areas[i].dirtySince ?? .max) {
+                for k in frames.indices where vouches && frames[k].index > pass.frame && frames[k].index < (areas[i].dirtySince ?? .max) {
                     frames[k].covered.insert(i)
                 }
             }
-            if vouchingAreas.contains(i), let first = frames.first, pass.frame >= first.index, pass.frame - first.index < frames.count {
+            if vouches, let first = frames.first, pass.frame >= first.index, pass.frame - first.index < frames.count {
                 frames[pass.frame - first.index].covered.insert(i)
             }
             let assigned = tracker.update(detections: faces, time: frame.time)
