@@ -50,6 +50,8 @@ def main():
         for j in kept:
             f.write(b[j * size:(j + 1) * size].tobytes())
     truth["faces"] = [truth["faces"][i] for i in matched if i < len(truth["faces"])]
+    if "partial" in truth:
+        truth["partial"] = [truth["partial"][i] for i in matched if i < len(truth["partial"])]
     json.dump(truth, open(out_truth, "w"))
     print(f"{len(matched)} recorded frames matched to source frames {matched[0] if matched else '-'}..{matched[-1] if matched else '-'}; "
           f"{(matched[-1] + 1 - len(matched)) if matched else 0} source frames between them not recorded; "

@@ -32,7 +32,10 @@ detail (mean absolute luma gradient). It also counts frames blacked out
 (nearly uniform dark frames) and measures how much the picture outside the
 faces changed: the mean absolute luma difference outside every face box
 grown by half its size on each side (a plain re-encode changes it a little
-too). It also finds what was hidden outside those boxes (hidden_blocks):
+too). What shows of a face covered by someone in front (more than 30 %:
+not counted as a face-frame), or of a neighbour taken along with a cut-out,
+is a face too: it is left out of "outside", since hiding it is not hiding
+the scene (the truth lists these as "partial"). It also finds what was hidden outside those boxes (hidden_blocks):
 16x16 blocks that had structure in the source and lost most of their
 detail; a frame "hides beyond faces" when such blocks cover at least 1 %
 of its picture outside the faces. Prints one table row
@@ -228,13 +231,14 @@ def make_fixed(W, H, assets, out_raw, out_truth):
         # Head and shoulders of one of the six, tight enough to leave the neighbours out.
         x0, y0 = int(max(0, bx - 0.35 * bw)), int(max(0, by - 0.3 * bh))
         x1, y1 = int(min(t1.shape[1], bx + 1.35 * bw)), int(min(t1.shape[0], by + 2.0 * bh))
-        sprites.append((f"t1#{k}", t1[y0:y1, x0:x1], [bx - x0, by - y0, bw, bh]))
+        sprites.append((f"t1#{k}", t1[y0:y1, x0:x1], [bx - x0, by - y0, bw, bh],
+                        fragments(group, k, (x0, y0, x1 - x0, y1 - y0))))
     for name in ("obama3", HELD_OUT):
         img = load(assets, name)
         b = detect_faces(img)[0]
         x0, y0 = int(max(0, b[0] - 1.2 * b[2])), int(max(0, b[1] - 0.6 * b[3]))
         x1, y1 = int(min(img.shape[1], b[0] + 2.2 * b[2])), int(min(img.shape[0], b[1] + 4 * b[3]))
-        sprites.append((name, img[y0:y1, x0:x1], [b[0] - x0, b[1] - y0, b[2], b[3]]))
+        sprites.append((name, img[y0:y1, x0:x1], [b[0] - x0, b[1] - y0, b[2], b[3]], []))
 
     # (sprite, t in, t out, (face x, face y, face height) at t in, ... at t out), 1280x720 units.
     plans = [
@@ -248,14 +252,14 @@ def make_fixed(W, H, assets, out_raw, out_truth):
         (6, 0.0, 5.0, (900, 180, 100), (1340, 200, 100)),     # stands, then leaves right
     ]
     rng = np.random.default_rng(11)
-    truth, names = [], [sprites[p[0]][0] for p in plans]
+    truth, partial, names = [], [], [sprites[p[0]][0] for p in plans]
     with open(out_raw, "wb") as f:
         for i in range(N):
             t = i / FPS
             frame = bg.copy()
-            boxes, crops = [], []
+            boxes, crops, parts = [], [], []
             for sprite, ta, tb, a, b in plans:
-                name, img, (fx, fy, fw, fh) = sprites[sprite]
+                name, img, (fx, fy, fw, fh), frags = sprites[sprite]
                 if not (ta <= t <= tb):
                     boxes.append(None)
                     crops.append(None)
@@ -281,16 +285,20 @@ def make_fixed(W, H, assets, out_raw, out_truth):
                 paste(frame, sp, x, y)
                 crops.append((x, y, sp.shape[1], sp.shape[0]))
                 boxes.append([x + fx * s, y + fy * s, fw * s, fh * s])
-            # A face mostly covered by someone drawn later is not in the picture.
+                parts += [[x + gx * s, y + gy * s, gw * s, gh * s] for gx, gy, gw, gh in frags]
+            # A face mostly covered by someone drawn later is not in the picture, but what shows of it is a face.
             for k, box in enumerate(boxes):
                 if box is None:
                     continue
                 covered = max([cover(box, c) for c in crops[k + 1:] if c] + [0])
                 if covered > 0.3:
                     boxes[k] = None
+                    parts.append(box)
             write_frame(f, frame, 3, rng, 1 + 0.03 * math.sin(2 * math.pi * t / 3))
             truth.append(boxes)
-    json.dump({"width": W, "height": H, "fps": FPS, "people": names, "faces": truth}, open(out_truth, "w"))
+            partial.append(parts)
+    json.dump({"width": W, "height": H, "fps": FPS, "people": names, "faces": truth, "partial": partial},
+              open(out_truth, "w"))
 
 
 def head_and_shoulders(img, box, below=2.2, side=0.9, above=0.6):
@@ -299,7 +307,21 @@ def head_and_shoulders(img, box, below=2.2, side=0.9, above=0.6):
     bx, by, bw, bh = box
     x0, y0 = int(max(0, bx - side * bw)), int(max(0, by - above * bh))
     x1, y1 = int(min(img.shape[1], bx + (1 + side) * bw)), int(min(img.shape[0], by + below * bh))
-    return img[y0:y1, x0:x1], [bx - x0, by - y0, bw, bh]
+    return img[y0:y1, x0:x1], [bx - x0, by - y0, bw, bh], (x0, y0, x1 - x0, y1 - y0)
+
+
+def fragments(group, k, crop):
+    """The other faces of a group photo that a cut-out around face k takes
+    along (in the cut-out's pixels, clipped to it): parts of faces, which the
+    judge must not count as scene."""
+    cx, cy, cw, ch = crop
+    out = []
+    for j, (x, y, w, h) in enumerate(group):
+        x0, y0 = max(x, cx), max(y, cy)
+        x1, y1 = min(x + w, cx + cw), min(y + h, cy + ch)
+        if j != k and x1 > x0 and y1 > y0:
+            out.append([x0 - cx, y0 - cy, x1 - x0, y1 - y0])
+    return out
 
 
 def street(assets, w, h):
@@ -367,24 +389,26 @@ def make_crowd(W, H, assets, out_raw, out_truth):
     canvas = street(assets, CW, CH)
     people = []   # (name, cut-out, face box in the cut-out)
     t1 = load(assets, "t1")
-    for k, box in enumerate(detect_faces(t1)[:6]):
-        img, b = head_and_shoulders(t1, box, below=2.0, side=0.35, above=0.3)
-        people.append((f"t1#{k}", img, b))
+    group = detect_faces(t1)[:6]
+    for k, box in enumerate(group):
+        img, b, crop = head_and_shoulders(t1, box, below=2.0, side=0.35, above=0.3)
+        people.append((f"t1#{k}", img, b, fragments(group, k, crop)))
     for name in ("obama", "obama2", "obama3", HELD_OUT, "astronaut", "camera", HELD_OUT_CROWD):
         img = load(assets, name)
-        img, b = head_and_shoulders(img, detect_faces(img)[0])
-        people.append((name, img, b))
+        img, b, _ = head_and_shoulders(img, detect_faces(img)[0])
+        people.append((name, img, b, []))
     # Rows from the back to the front: (canvas y of the faces, face height in
     # canvas pixels); people stand about five face heights apart, with jitter.
     rows = [(470, 30), (600, 38), (750, 48), (930, 62), (1140, 80), (1380, 100)]
     order = np.random.default_rng(5)
     faces = []   # (name, canvas box): the standing crowd
+    partial = []   # canvas boxes of what shows of faces covered by someone in front, or cut out with a neighbour
     for r, (fy, fh) in enumerate(rows):
         x = 250 + order.integers(0, 3 * fh)
         n = 0
         while x < CW - 250:
             k = int(order.integers(0, len(people)))
-            name, img, (bx, by, bw, bh) = people[k]
+            name, img, (bx, by, bw, bh), frags = people[k]
             sc = fh * (0.9 + 0.2 * order.random()) / bh
             mirrored = n % 2 == 1
             sprite = scaled(img[:, ::-1] if mirrored else img, sc)
@@ -392,8 +416,12 @@ def make_crowd(W, H, assets, out_raw, out_truth):
             py = int(round(fy + order.integers(-fh // 4, fh // 4 + 1) - by * sc))
             px = int(round(x - fbx * sc))
             paste(canvas, sprite, px, py)
-            # A face half covered by someone in front is no longer in the picture.
-            faces = [(nm, b) for nm, b in faces if cover(b, (px, py, sprite.shape[1], sprite.shape[0])) <= 0.3]
+            partial += [[px + ((img.shape[1] - gx - gw) if mirrored else gx) * sc, py + gy * sc, gw * sc, gh * sc]
+                        for gx, gy, gw, gh in frags]
+            # A face half covered by someone in front is no longer in the picture (what shows of it is a face).
+            rect = (px, py, sprite.shape[1], sprite.shape[0])
+            partial += [b for nm, b in faces if cover(b, rect) > 0.3]
+            faces = [(nm, b) for nm, b in faces if cover(b, rect) <= 0.3]
             faces.append((name, [px + fbx * sc, py + by * sc, bw * sc, bh * sc]))
             x += int(fh * (4.5 + 2 * order.random()))
             n += 1
@@ -413,14 +441,14 @@ def make_crowd(W, H, assets, out_raw, out_truth):
         (10.0, (1600, 900, 1900, 6)),    # pulls out
     ]
     rng = np.random.default_rng(23)
-    truth, names = [], [nm for nm, _ in faces] + [people[k][0] for k, *_ in walkers]
+    truth, parts, names = [], [], [nm for nm, _ in faces] + [people[k][0] for k, *_ in walkers]
     with open(out_raw, "wb") as f:
         for i in range(N):
             t = i / FPS
             frame = canvas.copy()
             moving = []
             for k, fh, a, b in walkers:
-                name, img, (bx, by, bw, bh) = people[k]
+                name, img, (bx, by, bw, bh), _ = people[k]
                 sc = fh / bh
                 u = t / SECONDS
                 fx, fy = a[0] + (b[0] - a[0]) * u, a[1] + (b[1] - a[1]) * u + 0.05 * fh * math.sin(2 * math.pi * 1.7 * t + k)
@@ -435,13 +463,16 @@ def make_crowd(W, H, assets, out_raw, out_truth):
             angle = math.radians(roll + 0.8 * math.sin(2 * math.pi * 1.3 * t))
             dusk = 1.0 - 0.6 * t / SECONDS
             write_frame(f, view(frame, cx, cy, ww, angle, W, H), 3 + 6 * t / SECONDS, rng, dusk)
-            boxes = []
+            boxes, shown = [], [to_view(b, cx, cy, ww, angle, W, H) for b in partial]
             for nm, b in faces:
                 covered = max([cover(b, r) for r, _ in moving] + [0])
                 boxes.append(None if covered > 0.3 else to_view(b, cx, cy, ww, angle, W, H))
+                if covered > 0.3:
+                    shown.append(to_view(b, cx, cy, ww, angle, W, H))
             boxes += [to_view(b, cx, cy, ww, angle, W, H) for _, b in moving]
             truth.append(boxes)
-    json.dump({"width": W, "height": H, "fps": FPS, "people": names, "faces": truth,
+            parts.append(shown)
+    json.dump({"width": W, "height": H, "fps": FPS, "people": names, "faces": truth, "partial": parts,
                "held_out": HELD_OUT_CROWD}, open(out_truth, "w"))
 
 
@@ -512,6 +543,7 @@ def iou(a, b):
 def judge(raw_in, raw_out, truth_path, label="", note=""):
     t = json.load(open(truth_path))
     W, H, truth, people = t["width"], t["height"], t["faces"], t["people"]
+    partial = t.get("partial", [[] for _ in truth])
     held_out = t.get("held_out", HELD_OUT)
     before, after = frames(raw_in, W, H), frames(raw_out, W, H)
     n = min(len(before), len(after), len(truth))
@@ -529,11 +561,14 @@ def judge(raw_in, raw_out, truth_path, label="", note=""):
         dets, _ = cf(rgb, threshold=0.5)
         found = [[d[0], d[1], d[2] - d[0], d[3] - d[1]] for d in dets]
         mask = np.ones((H, W), bool)
+        # What shows of a covered face, or a neighbour's cut along with a
+        # cut-out, is a face too: hiding it is not hiding the scene.
+        for x, y, w, h in [b for b in truth[i] if b is not None] + partial[i]:
+            mask[max(0, int(y - h / 2)):max(0, int(y + 1.5 * h)), max(0, int(x - w / 2)):max(0, int(x + 1.5 * w))] = False
         for person, box in enumerate(truth[i]):
             if box is None:
                 continue
             x, y, w, h = box
-            mask[max(0, int(y - h / 2)):max(0, int(y + 1.5 * h)), max(0, int(x - w / 2)):max(0, int(x + 1.5 * w))] = False
             da, area = detail(a, box, W, H)
             if da is None or area < 0.3 * w * h or h < 24:
                 continue

@@ -47,8 +47,8 @@ public struct FaceTracker {
         public var growsByFaceSize = true
         /// A face searched for where it was expected and not found, again and
         /// again, is gone from then on (`markGone`): its hold ends there
-        /// (the planner keeps it near an edge). Off: held for `holdNs` whatever
-        /// the searches say.
+        /// (the planner keeps it near an edge, around where the searches lost
+        /// it). Off: held for `holdNs` whatever the searches say.
         public var goneEndsHold = true
         public init() {}
     }
@@ -270,7 +270,15 @@ public struct FaceTracker {
             // up, not from wherever its motion, carried on since, leads (a walker who stopped behind
             // someone in mid-picture would otherwise "reach" the edge half a second later).
             let whenGone = hiddenRegion(track, at: goneAt, speed: settings.motion, maxGrowth: settings.maxMotionGrowth)?.face ?? face
-            return Hidden(region: region, beyond: beyond, searchedAndGone: true, face: whenGone)
+            // And it can only be near there: what is left of it in the picture was too little for a
+            // search to find, or it moved on since (grown as a face between sightings is). Not the
+            // region its motion, carried on, would sweep over the whole hold.
+            let sighting = beyond ?? face
+            let since = Double(time > goneAt ? time - goneAt : goneAt - time) / 1e9
+            let grow = settings.margin + min(settings.maxMotionGrowth, settings.motion * since)
+            let (dx, dy) = (sighting.width * grow, sighting.height * grow)
+            let near = FaceRect(x: whenGone.x - dx, y: whenGone.y - dy, width: whenGone.width + 2 * dx, height: whenGone.height + 2 * dy)
+            return Hidden(region: near, beyond: beyond, searchedAndGone: true, face: whenGone)
         }
     }
 

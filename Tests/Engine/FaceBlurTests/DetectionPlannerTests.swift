@@ -394,6 +394,38 @@ final class DetectionPlannerTests: XCTestCase {
         }
     }
 
+    /// A face lost at an edge stays hidden near where the searches lost it
+    /// (what is left of it there is too little to find, or it moved on a
+    /// little), not over the stretch its motion, carried on for the whole
+    /// hold, would sweep: on the crowd clip that stretch hid the picture
+    /// along the edges (`bench/live-faces --offline crowd`: 111 of 300
+    /// frames hid picture beyond the faces, 53 after).
+    func testAFaceLostAtAnEdgeIsHiddenWhereItWasLostNotWhereItsMotionLeads() throws {
+        var p = planner()
+        add(&p, 0)
+        // Half out at the left edge, sliding down it 4 px a frame: found on frames 0 to 4, then not any more.
+        func slider(_ i: Int) -> FaceRect { FaceRect(x: -20, y: 20 + 4 * Double(i), width: 40, height: 48) }
+        let seen = 0...4
+        runDue(&p) { $0.kind == .whole ? [slider(0)] : [] }
+        for i in 1...30 {
+            add(&p, i, [(1, 1)])
+            runDue(&p) { seen.contains($0.frame) ? [slider($0.frame)] : [] }
+        }
+        let gone = try XCTUnwrap(p.follows.values.first { $0.lost }).checkedThrough
+        XCTAssertLessThan(gone, 12)
+        let margin = p.tracker.settings.margin, growth = p.tracker.settings.maxMotionGrowth
+        for i in gone...30 {
+            let regions = p.regions(forFrame: i)
+            XCTAssertEqual(regions.count, 1, "frame \(i): near the edge, still hidden")
+            let region = try XCTUnwrap(regions.first)
+            XCTAssertLessThanOrEqual(region.x, 0, "frame \(i): to the edge")
+            let lost = slider(gone).intersection(FaceRect(x: 0, y: 0, width: 320, height: 184))!
+            XCTAssertEqual(region.intersection(lost)?.area, lost.area, "frame \(i): where it was lost")
+            XCTAssertLessThanOrEqual(region.maxY, slider(gone).maxY + (margin + growth) * 48 + 8,
+                                     "frame \(i): not half a second of its motion further (\(slider(gone + 15).maxY)): \(region)")
+        }
+    }
+
     /// Between two network runs on a face, at most `templateFollows` forward
     /// follows may be answered by its template; then the network looks again
     /// (a template that drifted is corrected), and traces back always use it.
