@@ -428,6 +428,20 @@ struct DetectionPlanner {
         return FaceRect(x: x0, y: y0, width: x1 - x0, height: y1 - y0)
     }
 
+    /// What holds frame `index` back, for a log line: the areas not
+    /// covering it and the follows still pending on it, with the state that
+    /// decides when their next search is due.
+    func holdUp(_ index: Int) -> String {
+        var parts = ["frames \(oldest?.index ?? -1)…\(newest?.index ?? -1)", "in flight \(inFlight)"]
+        for i in vouchingAreas where !areaCovers(i, index) {
+            parts.append("area \(i): last search \(areas[i].lastSearch.map(String.init) ?? "none"), dirty since \(areas[i].dirtySince.map(String.init) ?? "none")")
+        }
+        for (id, f) in follows.sorted(by: { $0.key < $1.key }) where f.isPending(on: index) {
+            parts.append("follow \(id): born \(f.born), checked through \(f.checkedThrough), misses \(f.misses), lost \(f.lost), frontier \(f.frontier.map(String.init) ?? "none"), interval \(followInterval(id))")
+        }
+        return parts.joined(separator: "; ")
+    }
+
     /// Whether frame `index` has been searched enough to leave the delay line.
     func isSettled(_ index: Int) -> Bool {
         for i in vouchingAreas {
@@ -644,25 +658,37 @@ struct DetectionPlanner {
         return max(2, min(settings.followEvery, Int(0.5 * size / perFrame)))
     }
 
+    /// The square a follow searches around `box` (a face expected there):
+    /// centred on it, reaching beyond an edge by up to half its side (the
+    /// picture is mirrored there), so a face leaving or entering is still
+    /// found while half out of the picture; never larger than the frame and
+    /// that margin. A face expected out of the picture (too little of the
+    /// square would be picture) gets the square of the frame nearest to it
+    /// instead, so that the follow still runs (and misses, if the face left).
+    /// Whole pixels, each side rounded outwards: rounding the origin and the
+    /// size apart once made a square 0 px inside the picture, which no
+    /// search could run on; it stayed due, held every other search back, and
+    /// the offline `blur` of the crowd clip hung.
+    static func followSquare(around box: FaceRect, side: Double, width: Int, height: Int) -> FaceRect {
+        let (reachX, reachY) = (min(side / 2, Double(width) / 2), min(side / 2, Double(height) / 2))
+        let x0 = max(-reachX, box.center.x - side / 2).rounded(.down), y0 = max(-reachY, box.center.y - side / 2).rounded(.down)
+        let x1 = min(Double(width) + reachX, box.center.x + side / 2).rounded(.up)
+        let y1 = min(Double(height) + reachY, box.center.y + side / 2).rounded(.up)
+        let inside = (min(x1, Double(width)) - max(x0, 0), min(y1, Double(height)) - max(y0, 0))
+        if x1 - x0 >= side / 2, y1 - y0 >= side / 2, inside.0 >= side / 4, inside.1 >= side / 4 {
+            return FaceRect(x: x0, y: y0, width: x1 - x0, height: y1 - y0)
+        }
+        let w = min(side, Double(width)), h = min(side, Double(height))
+        let x = max(0, min(box.center.x - w / 2, Double(width) - w)), y = max(0, min(box.center.y - h / 2, Double(height) - h))
+        return FaceRect(x: x.rounded(.down), y: y.rounded(.down), width: w.rounded(.up), height: h.rounded(.up))
+    }
+
     /// A search around track `id`'s expected place on frame `index`.
     private func followPass(_ id: Int, frame index: Int, backwards: Bool, misses: Int) -> Pass? {
         guard let frame = frame(index), let scene = tracker.predicted(id, at: frame.time) else { return nil }
         let box = frame.travel.toFrame(scene)
         let side = max(48, settings.followScale * max(box.width, box.height) * (1 + 0.5 * Double(misses)))
-        // Centred on the face, reaching beyond an edge by up to half its side
-        // (mirrored there): a face leaving or entering is still found while
-        // half out of the picture. Never larger than the frame and that margin.
-        let (reachX, reachY) = (min(side / 2, Double(width) / 2), min(side / 2, Double(height) / 2))
-        let x0 = max(-reachX, box.center.x - side / 2), y0 = max(-reachY, box.center.y - side / 2)
-        let x1 = min(Double(width) + reachX, box.center.x + side / 2), y1 = min(Double(height) + reachY, box.center.y + side / 2)
-        var region = FaceRect(x: x0.rounded(.down), y: y0.rounded(.down), width: (x1 - x0).rounded(.up), height: (y1 - y0).rounded(.up))
-        if x1 - x0 < side / 2 || y1 - y0 < side / 2 || x1 <= 0 || y1 <= 0 || x0 >= Double(width) || y0 >= Double(height) {
-            // Expected (mostly) out of the picture: search the square of the frame
-            // nearest to it, so that the follow still runs (and misses, if the face left).
-            let w = min(side, Double(width)), h = min(side, Double(height))
-            let x = max(0, min(box.center.x - w / 2, Double(width) - w)), y = max(0, min(box.center.y - h / 2, Double(height) - h))
-            region = FaceRect(x: x.rounded(.down), y: y.rounded(.down), width: w.rounded(.up), height: h.rounded(.up))
-        }
+        let region = Self.followSquare(around: box, side: side, width: width, height: height)
         let templateAllowed = !backwards && misses == 0 && (follows[id]?.templateStreak ?? .max) < settings.templateFollows
         return Pass(kind: .follow(track: id, backwards: backwards), frame: index, time: frame.time, region: region,
                     input: (settings.followInput, settings.followInput), keepAspect: true, travel: frame.travel, sceneEpoch: sceneEpoch,

@@ -281,6 +281,9 @@ public final class FaceBlurStage: FrameProcessor {
         /// Live, `lower_fps`: frames not recorded because the stage was behind
         /// (not taken in, or not searched completely by their deadline).
         public var skipped = 0
+        /// Offline: times no search was left to settle the oldest frame held,
+        /// so the frames held left as late ones (a planner bug: 0 expected).
+        public var stalls = 0
         public var wholeFramePasses = 0
         public var tilePasses = 0
         /// Of the tile searches, those on spare-time tiles (`spareTileScale`).
@@ -405,7 +408,7 @@ public final class FaceBlurStage: FrameProcessor {
         }
         guard c.frames > 0 else { return }
         let passes = c.wholeFramePasses + c.tilePasses + c.followPasses
-        logger.notice("face blur: \(c.frames) frames, \(c.framesWithFaces) with faces hidden, \(c.blackedOut) blacked out, \(c.dropped) dropped\(realTime ? ", \(c.skipped) not recorded (behind), \(c.late) late (\(String(format: "%.1f", c.unconfirmedArea / Double(max(1, c.late)) * 100)) % of their picture hidden as unconfirmed)" : ""); \(c.wholeFramePasses) whole-frame, \(c.tilePasses) tile (\(c.spareTilePasses) in spare time) and \(c.followPasses) follow detections (\(c.templateFollows) of them by template\(c.followsRetried > 0 ? ", \(c.followsRetried) searched again by CenterFace after YuNet missed" : ""); \(String(format: "%.1f + %.1f + %.1f s", c.wholeSeconds, c.tileSeconds, c.followSeconds)), \(passes > 0 ? Int(c.detectionSeconds / Double(passes) * 1000) : 0) ms each on average)")
+        logger.notice("face blur: \(c.frames) frames, \(c.framesWithFaces) with faces hidden, \(c.blackedOut) blacked out, \(c.dropped) dropped\(realTime ? ", \(c.skipped) not recorded (behind), \(c.late) late (\(String(format: "%.1f", c.unconfirmedArea / Double(max(1, c.late)) * 100)) % of their picture hidden as unconfirmed)" : c.stalls > 0 ? ", \(c.late) late after \(c.stalls) stalls" : ""); \(c.wholeFramePasses) whole-frame, \(c.tilePasses) tile (\(c.spareTilePasses) in spare time) and \(c.followPasses) follow detections (\(c.templateFollows) of them by template\(c.followsRetried > 0 ? ", \(c.followsRetried) searched again by CenterFace after YuNet missed" : ""); \(String(format: "%.1f + %.1f + %.1f s", c.wholeSeconds, c.tileSeconds, c.followSeconds)), \(passes > 0 ? Int(c.detectionSeconds / Double(passes) * 1000) : 0) ms each on average)")
     }
 
     private static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
@@ -461,6 +464,17 @@ public final class FaceBlurStage: FrameProcessor {
             let limit = max(settings.maxQueuedFrames, max(settings.wholeEvery, settings.tileEvery, settings.followEvery) + 4)
             while queue.count > limit, failure == nil, let first = queue.first,
                   !(planner?.isSettled(first.index) ?? true) {
+                if planner?.inFlight.isEmpty == true, planner?.nextPass() == nil {
+                    // Nothing runs and nothing is due, yet the oldest frame waits: no search will
+                    // ever settle it. A planner bug, but a file must not hang on it: the frames
+                    // held leave as late ones (what no search vouches for hidden coarsely).
+                    countersStorage.stalls += 1
+                    if countersStorage.stalls == 1 {
+                        logger.error("face detection stalled on frame \(first.index) (\(planner!.holdUp(first.index))); the frames held were hidden as if late")
+                    }
+                    ready += takeReady(force: true)
+                    break
+                }
                 condition.wait()
             }
         }
@@ -659,8 +673,19 @@ public final class FaceBlurStage: FrameProcessor {
             var job: DetectionJob?
             while !stopping {
                 if failure == nil, let pass = planner?.nextPass() {
-                    job = copyRegion(for: pass)
-                    if job != nil { planner?.begin(pass); break }
+                    switch copyRegion(for: pass) {
+                    case .job(let made):
+                        job = made
+                        planner?.begin(pass)
+                    case .outsidePicture:
+                        // No picture to search: nothing is there. (Left unrun, the pass would
+                        // stay due, hold every other one back, and the frames with it.)
+                        planner?.record(pass, found: [])
+                        continue
+                    case .failed:
+                        continue   // `fail` ended detection
+                    }
+                    break
                 }
                 condition.wait()
             }
@@ -697,7 +722,7 @@ public final class FaceBlurStage: FrameProcessor {
             while Double(Self.now() - started) / 1e9 < Self.spareBurst {
                 let job = condition.withLock { () -> DetectionJob? in
                     guard !stopping, failure == nil, let pass = planner?.nextSparePass(),
-                          let job = copyRegion(for: pass) else { return nil }
+                          case .job(let job) = copyRegion(for: pass) else { return nil }
                     planner?.begin(pass)
                     return job
                 }
@@ -840,8 +865,21 @@ public final class FaceBlurStage: FrameProcessor {
     }
 
     /// Under the lock: a copy of the luma under `pass.region` of its frame.
-    private func copyRegion(for pass: DetectionPlanner.Pass) -> DetectionJob? {
-        guard let first = queue.first, pass.frame >= first.index, pass.frame - first.index < queue.count else { return nil }
+    /// What `copyRegion` made of a pass.
+    enum RegionCopy {
+        case job(DetectionJob)
+        /// The region holds no pixel of the picture (nothing there to find).
+        case outsidePicture
+        /// The frame could not be read (detection failed: `fail`).
+        case failed
+    }
+
+    private func copyRegion(for pass: DetectionPlanner.Pass) -> RegionCopy {
+        guard let first = queue.first, pass.frame >= first.index, pass.frame - first.index < queue.count else {
+            // The planner holds exactly the frames queued: a pass for another is a bug, and a search skipped.
+            fail("a search was planned on frame \(pass.frame), which is not held")
+            return .failed
+        }
         let pending = queue[pass.frame - first.index]
         let r = pass.region
         // A region may reach beyond the frame by less than the frame's size
@@ -849,7 +887,7 @@ public final class FaceBlurStage: FrameProcessor {
         // is mirrored there.
         let x0 = max(-(pending.width - 1), Int(r.x.rounded(.down))), y0 = max(-(pending.height - 1), Int(r.y.rounded(.down)))
         let x1 = min(2 * pending.width - 1, Int(r.maxX.rounded(.up))), y1 = min(2 * pending.height - 1, Int(r.maxY.rounded(.up)))
-        guard x1 > max(0, x0), y1 > max(0, y0), x0 < pending.width, y0 < pending.height else { return nil }
+        guard x1 > max(0, x0), y1 > max(0, y0), x0 < pending.width, y0 < pending.height else { return .outsidePicture }
         do {
             let (w, h) = (x1 - x0, y1 - y0)
             let luma = try pending.sample.readingVideoFrame { f -> [UInt8] in
@@ -871,10 +909,10 @@ public final class FaceBlurStage: FrameProcessor {
             copied.region = FaceRect(x: Double(x0), y: Double(y0), width: Double(w), height: Double(h))
             var template: FaceTemplate?
             if pass.mayUseTemplate, case .follow(let id, false) = pass.kind { template = templates[id] }
-            return DetectionJob(pass: copied, generation: plannerGeneration, luma: luma, width: w, height: h, template: template)
+            return .job(DetectionJob(pass: copied, generation: plannerGeneration, luma: luma, width: w, height: h, template: template))
         } catch {
             fail("cannot read a frame for detection: \(error)")
-            return nil
+            return .failed
         }
     }
 }
