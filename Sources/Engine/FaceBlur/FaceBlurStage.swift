@@ -864,7 +864,6 @@ public final class FaceBlurStage: FrameProcessor {
         }
     }
 
-    /// Under the lock: a copy of the luma under `pass.region` of its frame.
     /// What `copyRegion` made of a pass.
     enum RegionCopy {
         case job(DetectionJob)
@@ -874,6 +873,7 @@ public final class FaceBlurStage: FrameProcessor {
         case failed
     }
 
+    /// Under the lock: a copy of the luma under `pass.region` of its frame.
     private func copyRegion(for pass: DetectionPlanner.Pass) -> RegionCopy {
         guard let first = queue.first, pass.frame >= first.index, pass.frame - first.index < queue.count else {
             // The planner holds exactly the frames queued: a pass for another is a bug, and a search skipped.
