@@ -368,22 +368,32 @@ final class DetectionPlannerTests: XCTestCase {
         XCTAssertTrue(hides(middle, try XCTUnwrap(refound)))
     }
 
+    /// Frames 0 to 30 with block `changing` changed on each: `face(i)` is
+    /// found on the frames `seenOn` (by the whole-frame search on frame 0,
+    /// then by its follow), and not after. Returns the planner and the frame
+    /// its follow gave up on, within 12 frames.
+    func followUntilLost(_ face: (Int) -> FaceRect, seenOn seen: ClosedRange<Int>,
+                         changing: (Int, Int)) throws -> (DetectionPlanner, gone: Int) {
+        var p = planner()
+        add(&p, 0)
+        runDue(&p) { $0.kind == .whole ? [face(0)] : [] }
+        for i in 1...30 {
+            add(&p, i, [changing])
+            runDue(&p) { seen.contains($0.frame) ? [face($0.frame)] : [] }
+        }
+        let gone = try XCTUnwrap(p.follows.values.first { $0.lost }).checkedThrough
+        XCTAssertLessThan(gone, 12)
+        return (p, gone)
+    }
+
     /// A walker who stopped being found in mid-picture (behind someone) is
     /// gone from there: its motion, carried on for the hold, would reach the
     /// edge, but it cannot have left the picture from a place it never got to.
     func testAFaceGoneInMidPictureIsNotKeptWhereItsMotionWouldHaveTakenIt() throws {
-        var p = planner()
-        add(&p, 0)
         // 40 px wide, walking left 5 px a frame: found on frames 0 to 4, then not any more.
         func walker(_ i: Int) -> FaceRect { FaceRect(x: 110 - 5 * Double(i), y: 70, width: 40, height: 48) }
         let seen = 0...4
-        runDue(&p) { $0.kind == .whole ? [walker(0)] : [] }
-        for i in 1...30 {
-            add(&p, i, [(13, 1)])
-            runDue(&p) { seen.contains($0.frame) ? [walker($0.frame)] : [] }
-        }
-        let gone = try XCTUnwrap(p.follows.values.first { $0.lost }).checkedThrough
-        XCTAssertLessThan(gone, 12)
+        let (p, gone) = try followUntilLost(walker, seenOn: seen, changing: (13, 1))
         for i in seen.upperBound + 1..<gone {
             XCTAssertTrue(p.regions(forFrame: i).contains { $0.intersection(walker(i))?.area == walker(i).area }, "frame \(i): held")
         }
@@ -401,18 +411,9 @@ final class DetectionPlannerTests: XCTestCase {
     /// along the edges (`bench/live-faces --offline crowd`: 111 of 300
     /// frames hid picture beyond the faces, 53 after).
     func testAFaceLostAtAnEdgeIsHiddenWhereItWasLostNotWhereItsMotionLeads() throws {
-        var p = planner()
-        add(&p, 0)
         // Half out at the left edge, sliding down it 4 px a frame: found on frames 0 to 4, then not any more.
         func slider(_ i: Int) -> FaceRect { FaceRect(x: -20, y: 20 + 4 * Double(i), width: 40, height: 48) }
-        let seen = 0...4
-        runDue(&p) { $0.kind == .whole ? [slider(0)] : [] }
-        for i in 1...30 {
-            add(&p, i, [(1, 1)])
-            runDue(&p) { seen.contains($0.frame) ? [slider($0.frame)] : [] }
-        }
-        let gone = try XCTUnwrap(p.follows.values.first { $0.lost }).checkedThrough
-        XCTAssertLessThan(gone, 12)
+        let (p, gone) = try followUntilLost(slider, seenOn: 0...4, changing: (1, 1))
         let margin = p.tracker.settings.margin, growth = p.tracker.settings.maxGoneGrowth
         for i in gone...30 {
             let regions = p.regions(forFrame: i)
