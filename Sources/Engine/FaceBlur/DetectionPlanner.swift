@@ -300,6 +300,7 @@ struct DetectionPlanner {
         let zoomAndRoll = (abs(cameraMotion.scale - 1) + abs(cameraMotion.angle)) * Double(width + height) / 4
         cameraSpeed = ((centre.dx * centre.dx + centre.dy * centre.dy).squareRoot() + zoomAndRoll) * travel.frameToScene.scale
         if abs(log(travel.frameToScene.scale)) > log(2) || abs(travel.frameToScene.angle) > 0.5 { rebaseScene() }
+        tracker.noteCamera(moving: cameraSpeed > Self.stillCameraSpeed, at: time)
         var frame = Frame(index: index, time: time, blocks: blocks, travel: travel)
         for i in areas.indices where areas[i].dirtySince == nil && changed(i, frame) {
             areas[i].dirtySince = index
@@ -324,6 +325,10 @@ struct DetectionPlanner {
         sceneEpoch += 1
         lastRebase = sceneToNew
     }
+
+    /// The most the picture may move between frames (scene pixels, on average over the frame) for
+    /// the camera to count as standing still: below what the motion estimate resolves.
+    static let stillCameraSpeed = 0.5
 
     /// The oldest frame left the delay line.
     mutating func removeOldest() {

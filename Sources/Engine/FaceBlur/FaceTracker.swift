@@ -77,6 +77,12 @@ public struct FaceTracker {
     public var settings: Settings
     private var tracks: [Track] = []
     private var nextID = 1
+    /// Capture times of the recent frames on which the camera moved (`noteCamera`): a face's motion
+    /// through the scene is its own only while the camera stands still. Kept for `cameraMemoryNs`.
+    private var cameraMovedAt: [UInt64] = []
+    private var latestCameraNote: UInt64 = 0
+    /// Longer than the widest stretch `steadyMotion` reads plus the hold and the look-ahead.
+    static let cameraMemoryNs: UInt64 = 3_000_000_000
 
     public init(settings: Settings = Settings()) { self.settings = settings }
 
@@ -237,6 +243,21 @@ public struct FaceTracker {
         }
     }
 
+    /// Records whether the camera moved on the frame captured at `time` (frames in time order).
+    mutating func noteCamera(moving: Bool, at time: UInt64) {
+        latestCameraNote = max(latestCameraNote, time)
+        if moving { cameraMovedAt.append(time) }
+        if let first = cameraMovedAt.first, first + Self.cameraMemoryNs < latestCameraNote {
+            cameraMovedAt.removeAll { $0 + Self.cameraMemoryNs < latestCameraNote }
+        }
+    }
+
+    /// Whether the camera stood still on every frame captured from `start` through `end`, as far as
+    /// `noteCamera` was told (never told: a still camera).
+    func cameraStill(from start: UInt64, through end: UInt64) -> Bool {
+        !cameraMovedAt.contains { $0 >= start && $0 <= end }
+    }
+
     /// Forgets tracks last seen before `time - hold`; returns their ids.
     @discardableResult
     public mutating func prune(now time: UInt64) -> [Int] {
@@ -274,14 +295,22 @@ public struct FaceTracker {
             let goneAt = time < first.time ? track.goneBefore.flatMap { time <= $0 ? $0 : nil }
                 : time > last.time ? track.goneAfter.flatMap { time >= $0 ? $0 : nil } : nil
             guard settings.goneEndsHold, let goneAt else { return Hidden(region: region, beyond: beyond, face: face) }
-            // Gone: the face can only have left the picture from where it was when the searches gave
-            // up, not from wherever its motion, carried on since, leads (a walker who stopped behind
-            // someone in mid-picture would otherwise "reach" the edge half a second later).
-            let whenGone = hiddenRegion(track, at: goneAt, speed: settings.motion, maxGrowth: settings.maxMotionGrowth)?.face ?? face
-            // And it can only be near there: what is left of it in the picture was too little for a
-            // search to find, or it moved on since (grown as a face between sightings is). Not the
-            // region its motion, carried on, would sweep over the whole hold.
+            // Gone: what is left of the face in the picture was too little for a search to find. It is
+            // where its own steady motion carries it (a walker leaving goes on leaving, one sliding
+            // along an edge goes on sliding), grown as a face between sightings is; not the stretch
+            // that motion sweeps over the whole hold, which hid the picture along the edges.
             let sighting = beyond ?? face
+            let whenGone: FaceRect
+            if let velocity = steadyMotion(track.observations, fromFirst: time < first.time) {
+                let end = time < first.time ? first : last
+                let seconds = Double(Int64(bitPattern: time &- end.time)) / 1e9
+                whenGone = FaceRect(x: end.rect.x + velocity.x * seconds, y: end.rect.y + velocity.y * seconds,
+                                    width: end.rect.width, height: end.rect.height)
+            } else {
+                // No steady motion to go by: where it was when the searches gave up (a walker who
+                // stopped behind someone in mid-picture would otherwise "reach" an edge later).
+                whenGone = hiddenRegion(track, at: goneAt, speed: settings.motion, maxGrowth: settings.maxMotionGrowth)?.face ?? face
+            }
             let since = Double(time > goneAt ? time - goneAt : goneAt - time) / 1e9
             let grow = settings.margin + min(settings.maxGoneGrowth, settings.motion * since)
             let (dx, dy) = (sighting.width * grow, sighting.height * grow)
@@ -315,6 +344,29 @@ public struct FaceTracker {
         let (dx, dy) = (b.rect.center.x - a.rect.center.x, b.rect.center.y - a.rect.center.y)
         let apart = (dx * dx + dy * dy).squareRoot() / max(1, size)
         return apart > 0.5 && apart > Self.fastestFace * seconds
+    }
+
+    /// The shortest and longest stretch of sightings a face's steady motion is read from: shorter,
+    /// and the detector's jitter of a few pixels reads as a fast motion.
+    static let steadyMotionSpan: ClosedRange<UInt64> = 150_000_000...1_000_000_000
+
+    /// The face's own motion at one end of its sightings (the last, or with `fromFirst` the first),
+    /// in pixels per second: between that sighting and the nearest one at least
+    /// `steadyMotionSpan.lowerBound` before (after) it, within its upper bound. Nil when the
+    /// sightings do not span that long, when the camera moved between them (a face's motion through
+    /// the scene then mixes its own with the camera model's error: carried on, that error took the
+    /// region off faces that stood still, on the moving clips), or when the motion is faster than a
+    /// face moves (two faces taken for one).
+    func steadyMotion(_ list: [Observation], fromFirst: Bool) -> (x: Double, y: Double)? {
+        guard let end = fromFirst ? list.first : list.last else { return nil }
+        let span = Self.steadyMotionSpan
+        let other = fromFirst ? list.first { $0.time >= end.time + span.lowerBound }
+            : list.last { $0.time + span.lowerBound <= end.time }
+        guard let other, (other.time > end.time ? other.time - end.time : end.time - other.time) <= span.upperBound,
+              cameraStill(from: min(other.time, end.time), through: max(other.time, end.time)),
+              !isImplausibleLeap(other, end) else { return nil }
+        let seconds = Double(Int64(bitPattern: end.time &- other.time)) / 1e9
+        return ((end.rect.center.x - other.rect.center.x) / seconds, (end.rect.center.y - other.rect.center.y) / seconds)
     }
 
     /// The union of the nearest sightings before and after `time` (and, on

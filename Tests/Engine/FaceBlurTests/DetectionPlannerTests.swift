@@ -368,21 +368,22 @@ final class DetectionPlannerTests: XCTestCase {
         XCTAssertTrue(hides(middle, try XCTUnwrap(refound)))
     }
 
-    /// Frames 0 to 30 with block `changing` changed on each: `face(i)` is
+    /// Frames 0 to 30 with block `changing` changed on each (and the camera
+    /// moving by `cameraMotion` from frame to frame): `face(i)` is
     /// found on the frames `seenOn` (by the whole-frame search on frame 0,
     /// then by its follow), and not after. Returns the planner and the frame
-    /// its follow gave up on, within 12 frames.
-    func followUntilLost(_ face: (Int) -> FaceRect, seenOn seen: ClosedRange<Int>,
-                         changing: (Int, Int)) throws -> (DetectionPlanner, gone: Int) {
+    /// its follow gave up on, within 7 frames of the last sighting.
+    func followUntilLost(_ face: (Int) -> FaceRect, seenOn seen: ClosedRange<Int>, changing: (Int, Int),
+                         cameraMotion: Similarity = .identity) throws -> (DetectionPlanner, gone: Int) {
         var p = planner()
         add(&p, 0)
         runDue(&p) { $0.kind == .whole ? [face(0)] : [] }
         for i in 1...30 {
-            add(&p, i, [changing])
+            p.add(index: i, time: UInt64(i) * Self.frameNs, blocks: blocks([changing]), cameraMotion: cameraMotion)
             runDue(&p) { seen.contains($0.frame) ? [face($0.frame)] : [] }
         }
         let gone = try XCTUnwrap(p.follows.values.first { $0.lost }).checkedThrough
-        XCTAssertLessThan(gone, 12)
+        XCTAssertLessThan(gone, seen.upperBound + 8)
         return (p, gone)
     }
 
@@ -425,6 +426,50 @@ final class DetectionPlannerTests: XCTestCase {
             XCTAssertLessThanOrEqual(region.maxY, slider(gone).maxY + (margin + growth) * 48 + 8,
                                      "frame \(i): not half a second of its motion further (\(slider(gone + 15).maxY)): \(region)")
         }
+    }
+
+    /// A face lost at an edge while walking out of a still camera's picture
+    /// goes on walking: its region is carried along its own steady motion
+    /// and leaves the picture with it, instead of staying where the searches
+    /// lost it for the whole hold (on the fixed clip, walkers leaving at the
+    /// edges kept the picture there hidden for up to a second).
+    func testAFaceWalkingOutOfAStillPictureTakesItsRegionWithIt() throws {
+        // 40 px wide, walking left 3 px a frame across the left edge: found on frames 0 to 9 (17 px
+        // of it still in the picture), then not any more.
+        func walker(_ i: Int) -> FaceRect { FaceRect(x: 4 - 3 * Double(i), y: 70, width: 40, height: 48) }
+        let (p, gone) = try followUntilLost(walker, seenOn: 0...9, changing: (13, 1))
+        let picture = FaceRect(x: 0, y: 0, width: 320, height: 184)
+        let grown = (p.tracker.settings.margin + p.tracker.settings.maxGoneGrowth) * 40
+        for i in gone...30 {
+            if let inPicture = walker(i).intersection(picture) {
+                XCTAssertTrue(p.regions(forFrame: i).contains { $0.intersection(inPicture)?.area == inPicture.area },
+                              "frame \(i): what is left of it is hidden")
+            } else if walker(i).maxX + grown < 0 {
+                XCTAssertEqual(p.regions(forFrame: i), [], "frame \(i): it left, and its region with it")
+            }
+        }
+        XCTAssertLessThan(walker(30).maxX + grown, 0, "the test reaches frames where it is gone")
+    }
+
+    /// With the camera moving, a face's motion through the scene mixes its
+    /// own with the camera model's error (carried on, that error took
+    /// regions off faces that stood still, on the moving clips): a face lost
+    /// at an edge then stays hidden where it was lost, for the whole hold.
+    func testAFaceLostWhileTheCameraMovesIsNotCarriedAlongItsMotion() throws {
+        // The same walker, while the camera pans: the picture moves a pixel right each frame.
+        let pan = Similarity(a: 1, b: 0, tx: 1, ty: 0)
+        func walker(_ i: Int) -> FaceRect { FaceRect(x: 4 - 3 * Double(i), y: 70, width: 40, height: 48) }
+        let (p, gone) = try followUntilLost(walker, seenOn: 0...9, changing: (13, 1), cameraMotion: pan)
+        var checked = 0
+        for i in gone...30 {
+            // Where it was lost, carried by the camera's pan since.
+            guard let lost = FaceRect(x: walker(gone).x + Double(i - gone), y: 70, width: 40, height: 48)
+                .intersection(FaceRect(x: 0, y: 0, width: 320, height: 184)) else { continue }
+            checked += 1
+            XCTAssertTrue(p.regions(forFrame: i).contains { $0.intersection(lost)?.area == lost.area },
+                          "frame \(i): hidden where it was lost: \(p.regions(forFrame: i))")
+        }
+        XCTAssertGreaterThan(checked, 10)
     }
 
     /// A follow's square always holds picture, wherever the face is
