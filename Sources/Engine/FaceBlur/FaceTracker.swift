@@ -184,9 +184,15 @@ public struct FaceTracker {
         if let after, after > 0 {
             (a, b) = (list[after - 1], list[after])
         } else if after == 0 {
-            (a, b) = (list[1], list[0])
+            // Before the first sighting: the motion from a sighting far enough after it (see below).
+            let end = list[0], span = Self.steadyMotionSpan
+            (a, b) = (list.first { $0.time >= end.time + span.lowerBound && $0.time <= end.time + span.upperBound } ?? list[1], end)
         } else {
-            (a, b) = (list[list.count - 2], list[list.count - 1])
+            // After the last: the motion from a sighting far enough before it. The two last sightings
+            // may be a frame apart, where a few pixels of the detector's jitter, carried half a second
+            // on, moved the expected face by a face size (and a newcomer then joined the track).
+            let end = list[list.count - 1], span = Self.steadyMotionSpan
+            (a, b) = (list.last { $0.time + span.lowerBound <= end.time && $0.time + span.upperBound >= end.time } ?? list[list.count - 2], end)
         }
         let span = Double(Int64(bitPattern: b.time &- a.time))
         guard span != 0 else { return b.rect }

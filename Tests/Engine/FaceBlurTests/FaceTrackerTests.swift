@@ -106,6 +106,32 @@ final class FaceTrackerTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(between[0].maxX, b.maxX, "covers both positions")
     }
 
+    /// Where a face is expected after its last sighting (or before its first) is read from its motion
+    /// over at least `steadyMotionSpan.lowerBound`, not from the last two sightings a frame apart: a
+    /// few pixels of the detector's jitter there, carried on for half a second, moved the expected
+    /// face by more than a face size (on the fixed clip a walker then joined a track it had no part in).
+    func testAFaceIsExpectedWhereItsSteadyMotionLeadsNotWhereTheLastFramesJitterLeads() throws {
+        var tracker = FaceTracker(settings: settings)
+        let frame = second / 30
+        // 40 px wide, walking right 3 px a frame, found on frames 0 to 9; the last sighting 3 px off.
+        func walker(_ i: Int) -> FaceRect { FaceRect(x: 100 + 3 * Double(i), y: 100, width: 40, height: 48) }
+        let id = try XCTUnwrap(tracker.update(detections: [walker(0)], time: 0).first).id
+        for i in 1...9 {
+            var seen = walker(i)
+            if i == 9 { seen.x += 3 }
+            tracker.add(seen, to: id, time: UInt64(i) * frame)
+        }
+        let ahead = try XCTUnwrap(tracker.predicted(id, at: 24 * frame))
+        XCTAssertLessThan(abs(ahead.center.x - walker(24).center.x), 0.4 * 40, "half a second on: \(ahead) for \(walker(24))")
+        // And before its first sighting, the same way (the first sighting 3 px off).
+        var before = FaceTracker(settings: settings)
+        let jittered = FaceRect(x: walker(0).x - 3, y: 100, width: 40, height: 48)
+        let first = try XCTUnwrap(before.update(detections: [jittered], time: 30 * frame).first).id
+        for i in 1...9 { before.add(walker(i), to: first, time: UInt64(30 + i) * frame) }
+        let back = try XCTUnwrap(before.predicted(first, at: 15 * frame))
+        XCTAssertLessThan(abs(back.center.x - walker(-15).center.x), 0.4 * 40, "half a second before: \(back) for \(walker(-15))")
+    }
+
     func testSeparateFacesAreSeparateTracksAndArePruned() {
         var tracker = FaceTracker(settings: settings)
         tracker.update(detections: [FaceRect(x: 0, y: 0, width: 30, height: 30),
