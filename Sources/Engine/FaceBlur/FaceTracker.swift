@@ -184,15 +184,13 @@ public struct FaceTracker {
         if let after, after > 0 {
             (a, b) = (list[after - 1], list[after])
         } else if after == 0 {
-            // Before the first sighting: the motion from a sighting far enough after it (see below).
-            let end = list[0], span = Self.steadyMotionSpan
-            (a, b) = (list.first { $0.time >= end.time + span.lowerBound && $0.time <= end.time + span.upperBound } ?? list[1], end)
+            // Before the first sighting or after the last: the motion from a sighting far enough from
+            // that one. The two nearest may be a frame apart, where a few pixels of the detector's
+            // jitter, carried half a second on, moved the expected face far enough for a passer-by to
+            // be taken for it.
+            (a, b) = (motionPartner(list, fromFirst: true) ?? list[1], list[0])
         } else {
-            // After the last: the motion from a sighting far enough before it. The two last sightings
-            // may be a frame apart, where a few pixels of the detector's jitter, carried half a second
-            // on, moved the expected face by a face size (and a newcomer then joined the track).
-            let end = list[list.count - 1], span = Self.steadyMotionSpan
-            (a, b) = (list.last { $0.time + span.lowerBound <= end.time && $0.time + span.upperBound >= end.time } ?? list[list.count - 2], end)
+            (a, b) = (motionPartner(list, fromFirst: false) ?? list[list.count - 2], list[list.count - 1])
         }
         let span = Double(Int64(bitPattern: b.time &- a.time))
         guard span != 0 else { return b.rect }
@@ -364,15 +362,22 @@ public struct FaceTracker {
     /// region off faces that stood still, on the moving clips), or when the motion is faster than a
     /// face moves (two faces taken for one).
     func steadyMotion(_ list: [Observation], fromFirst: Bool) -> (x: Double, y: Double)? {
-        guard let end = fromFirst ? list.first : list.last else { return nil }
-        let span = Self.steadyMotionSpan
-        let other = fromFirst ? list.first { $0.time >= end.time + span.lowerBound }
-            : list.last { $0.time + span.lowerBound <= end.time }
-        guard let other, (other.time > end.time ? other.time - end.time : end.time - other.time) <= span.upperBound,
+        guard let end = fromFirst ? list.first : list.last, let other = motionPartner(list, fromFirst: fromFirst),
               cameraStill(from: min(other.time, end.time), through: max(other.time, end.time)),
               !isImplausibleLeap(other, end) else { return nil }
         let seconds = Double(Int64(bitPattern: end.time &- other.time)) / 1e9
         return ((end.rect.center.x - other.rect.center.x) / seconds, (end.rect.center.y - other.rect.center.y) / seconds)
+    }
+
+    /// The sighting a face's motion at one end of its sightings is read against: the nearest one at
+    /// least `steadyMotionSpan.lowerBound` after the first (or before the last), within its upper bound.
+    private func motionPartner(_ list: [Observation], fromFirst: Bool) -> Observation? {
+        guard let end = fromFirst ? list.first : list.last else { return nil }
+        let span = Self.steadyMotionSpan
+        let other = fromFirst ? list.first { $0.time >= end.time + span.lowerBound }
+            : list.last { $0.time + span.lowerBound <= end.time }
+        guard let other, (other.time > end.time ? other.time - end.time : end.time - other.time) <= span.upperBound else { return nil }
+        return other
     }
 
     /// The union of the nearest sightings before and after `time` (and, on

@@ -109,7 +109,7 @@ final class FaceTrackerTests: XCTestCase {
     /// Where a face is expected after its last sighting (or before its first) is read from its motion
     /// over at least `steadyMotionSpan.lowerBound`, not from the last two sightings a frame apart: a
     /// few pixels of the detector's jitter there, carried on for half a second, moved the expected
-    /// face by more than a face size (on the fixed clip a walker then joined a track it had no part in).
+    /// face far enough for a walker to be taken for it (on the fixed clip, a track it had no part in).
     func testAFaceIsExpectedWhereItsSteadyMotionLeadsNotWhereTheLastFramesJitterLeads() throws {
         var tracker = FaceTracker(settings: settings)
         let frame = second / 30
