@@ -8,8 +8,9 @@ import Foundation
 /// between two detections. A track's region covers a frame when the frame
 /// lies within `hold` after the track was last seen or within `lookAhead`
 /// before it was first seen (and searches have not given up on the face
-/// there: `markGone`, `goneEndsHold`). The region is the union of the nearest
-/// observations before and after the frame, grown by `margin` (the whole
+/// there: `markGone`, `goneEndsHold`). The region is where the line between the
+/// nearest observations before and after the frame puts the face (their union
+/// when their sizes differ: one may be a partial box), grown by `margin` (the whole
 /// head, not the tight box) and by `motion` box sizes per second of
 /// distance to the nearest observation, so a face that moved between
 /// detections stays covered. Before the first and after the last sighting
@@ -337,6 +338,9 @@ public struct FaceTracker {
     /// second sideways), and the slack, in face sizes, around where the line
     /// between two sightings further apart than that puts it.
     static let fastestFace = 8.0
+    /// Two sightings whose heights differ by more than this are not read as one face moving between
+    /// them: one is likely a partial box (part of the face found, or a template fitted to part of it).
+    static let sameSizeRatio = 1.25
     static let leapAllowance = 0.5
 
     /// Whether two sightings of a track are further apart (centres, in face
@@ -380,9 +384,9 @@ public struct FaceTracker {
         return other
     }
 
-    /// The union of the nearest sightings before and after `time` (and, on
-    /// one side only, where the face's motion leads), grown by the margin and
-    /// by `speed` over the distance to the nearest sighting.
+    /// Where the face is between the nearest sightings before and after `time`
+    /// (or, on one side only, the sighting united with where its motion leads),
+    /// grown by the margin and by `speed` over the distance to the nearest sighting.
     private func hiddenRegion(_ track: Track, at time: UInt64, speed: Double, maxGrowth: Double) -> (face: FaceRect, region: FaceRect)? {
         let nearest = [track.observations.last { $0.time <= time }, track.observations.first { $0.time >= time }]
             .compactMap { $0 }
@@ -397,11 +401,13 @@ public struct FaceTracker {
             : list.count >= 2 ? (time < list[0].time ? (list[0], list[1]) : (list[list.count - 2], list[list.count - 1])) : nil
         let leaps = settings.growsByFaceSize && (pair.map { isImplausibleLeap($0.0, $0.1) } ?? false)
         if nearest.count == 2 {
-            if leaps, let between = predicted(list, at: time) {
-                base = between
-            } else {
-                base = base.union(nearest[1].rect)
-            }
+            // Between two sightings of one size the face is where the line between them puts it (the
+            // growth below is the slack for a face that does not keep its pace); their union hid the
+            // street a walker crossed between two sightings a second apart. Of different sizes, one is
+            // likely a partial box and the line would follow it: the region spans both.
+            let (a, b) = (nearest[0].rect, nearest[1].rect)
+            let sameSize = max(a.height, b.height) <= Self.sameSizeRatio * min(a.height, b.height)
+            base = (leaps || settings.growsByFaceSize && sameSize ? predicted(list, at: time) : nil) ?? base.union(b)
         } else if list.count >= 2, !leaps, let ahead = predicted(list, at: time) {
             // Before the first or after the last sighting: also where its motion leads.
             base = base.union(ahead)
