@@ -401,13 +401,16 @@ public struct FaceTracker {
             : list.count >= 2 ? (time < list[0].time ? (list[0], list[1]) : (list[list.count - 2], list[list.count - 1])) : nil
         let leaps = settings.growsByFaceSize && (pair.map { isImplausibleLeap($0.0, $0.1) } ?? false)
         if nearest.count == 2 {
-            // Between two sightings of one size the face is where the line between them puts it (the
-            // growth below is the slack for a face that does not keep its pace); their union hid the
-            // street a walker crossed between two sightings a second apart. Of different sizes, one is
-            // likely a partial box and the line would follow it: the region spans both.
-            let (a, b) = (nearest[0].rect, nearest[1].rect)
-            let sameSize = max(a.height, b.height) <= Self.sameSizeRatio * min(a.height, b.height)
-            base = (leaps || settings.growsByFaceSize && sameSize ? predicted(list, at: time) : nil) ?? base.union(b)
+            // Between two sightings of one size, under a still camera, the face is where the line
+            // between them puts it (the growth below is the slack for a face that does not keep its
+            // pace); their union hid the street a walker crossed between two sightings a second apart.
+            // Of different sizes, one is likely a partial box and the line would follow it; under a
+            // moving camera, the sightings' places carry the camera model's error, which does not
+            // move along a line: the region spans both.
+            let (a, b) = (nearest[0], nearest[1])
+            let sameSize = max(a.rect.height, b.rect.height) <= Self.sameSizeRatio * min(a.rect.height, b.rect.height)
+            let alongLine = settings.growsByFaceSize && sameSize && cameraStill(from: a.time, through: b.time)
+            base = (leaps || alongLine ? predicted(list, at: time) : nil) ?? base.union(b.rect)
         } else if list.count >= 2, !leaps, let ahead = predicted(list, at: time) {
             // Before the first or after the last sighting: also where its motion leads.
             base = base.union(ahead)

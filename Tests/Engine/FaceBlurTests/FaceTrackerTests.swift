@@ -53,6 +53,21 @@ final class FaceTrackerTests: XCTestCase {
         XCTAssertEqual(old.regions(at: second + 3 * second / 20), [a.union(b).expanded(by: grow)], "a share of the stretch: \(120 * grow) px each side")
     }
 
+    /// Under a moving camera the places of a face's sightings carry the camera model's error, which
+    /// does not move along a line (a whip-pan): between two sightings the region spans both, as before.
+    func testBetweenSightingsUnderAMovingCameraTheRegionSpansBoth() {
+        var tracker = FaceTracker(settings: settings)
+        let a = FaceRect(x: 100, y: 100, width: 40, height: 40), b = FaceRect(x: 180, y: 100, width: 40, height: 40)
+        let id = tracker.update(detections: [a], time: second)[0].id
+        for frame in 1...9 { tracker.noteCamera(moving: true, at: second + UInt64(frame) * second / 30) }
+        tracker.add(b, to: id, time: second + 3 * second / 10)
+        let between = tracker.regions(at: second + 3 * second / 20)
+        XCTAssertEqual(between.count, 1)
+        for seen in [a, b] {
+            XCTAssertEqual(between.first?.intersection(seen)?.area, seen.area, "\(seen) inside \(between)")
+        }
+    }
+
     /// Two sightings of clearly different sizes (one a partial box: the detector found part of the
     /// face, or a follow fitted its template to part of it) do not say where the face is between
     /// them: the region spans both. On the moving clip a line between a whole face and a box of half
