@@ -10,7 +10,8 @@ import Foundation
 /// before it was first seen (and searches have not given up on the face
 /// there: `markGone`, `goneEndsHold`). The region is where the line between the
 /// nearest observations before and after the frame puts the face (their union
-/// when their sizes differ: one may be a partial box), grown by `margin` (the whole
+/// when their sizes differ, one may be a partial box, or when the camera moved
+/// between them), grown by `margin` (the whole
 /// head, not the tight box) and by `motion` box sizes per second of
 /// distance to the nearest observation, so a face that moved between
 /// detections stays covered. Before the first and after the last sighting

@@ -424,8 +424,12 @@ final class ChunkSink {
         let plausible = endNs > fragment.startNs && endNs - fragment.startNs < longest
         let lastOfStream: Bool
         if case .stopped? = ending, isLast { lastOfStream = true } else { lastOfStream = false }
+        // The last chunk of a stopped stream is measured: its end was inferred from the frames pushed
+        // and the close message's running time, which a stop while the privacy stage still held frames
+        // back can get wrong (under load a 2 s chunk was once taken for the last and catalogued 1.13 s).
         return .finished(Closing(fragment: fragment, partialPath: location, endNs: endNs, stats: stats,
-                                 verify: verifyBeforeFinalizing || !plausible, storage: storage, logger: logger, probe: probe,
+                                 verify: verifyBeforeFinalizing || !plausible || lastOfStream, endsWithMedia: lastOfStream,
+                                 storage: storage, logger: logger, probe: probe,
                                  job: companionJob(for: fragment, endNs: endNs, lastOfStream: lastOfStream)))
     }
 
@@ -469,9 +473,11 @@ final class ChunkSink {
         let partialPath: String
         let endNs: UInt64
         let stats: FrameStatistics
-        /// Set after a pipeline error, or for an implausible span: the file is
-        /// probed and the chunk ends no later than its media.
+        /// Set after a pipeline error, for an implausible span, or for the last chunk of
+        /// a stopped stream: the file is probed and the chunk ends no later than its media.
         let verify: Bool
+        /// The last chunk of a stopped stream: probed, it ends where its media ends.
+        let endsWithMedia: Bool
         let storage: URL
         let logger: Logger
         let probe: @Sendable (URL) -> Double?
@@ -501,7 +507,8 @@ final class ChunkSink {
                 logger.warning("\(partialPath) is not playable; the repair pass handles it")
                 return nil
             }
-            endNs = min(endNs, fragment.startNs + UInt64(playable * 1e9))
+            let mediaEndNs = fragment.startNs + UInt64(playable * 1e9)
+            endNs = closing.endsWithMedia ? mediaEndNs : min(endNs, mediaEndNs)
         }
         let finalName = ChunkName.final(startMs: fragment.startMs, format: fragment.format)
         let finalURL = storage.appendingPathComponent(finalName)

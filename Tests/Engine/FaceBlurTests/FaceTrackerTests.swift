@@ -127,7 +127,7 @@ final class FaceTrackerTests: XCTestCase {
         XCTAssertEqual(FaceBlurSettings(privacy, offline: true).plannerSettings(realTime: false).tileScale, 1.5)
     }
 
-    func testFollowsAMovingFaceAndUnitesObservationsAroundTheFrame() {
+    func testFollowsAMovingFaceAndCoversItBetweenObservations() {
         var tracker = FaceTracker(settings: settings)
         let a = FaceRect(x: 100, y: 100, width: 40, height: 40)
         let b = FaceRect(x: 120, y: 100, width: 40, height: 40)
