@@ -402,12 +402,39 @@ struct DetectionPlanner {
     func regions(forFrame index: Int) -> [FaceRect] {
         guard let frame = frame(index) else { return [] }
         return tracker.hidden(at: frame.time).compactMap { hidden in
-            let region = frame.travel.toFrame(hidden.region)
+            var region = frame.travel.toFrame(hidden.region)
             guard let sighting = hidden.beyond.map(frame.travel.toFrame) else { return region }
-            let faceSize = max(sighting.width, sighting.height), face = frame.travel.toFrame(hidden.face)
-            if hidden.searchedAndGone, !isNearEdge(face, faceSize: faceSize) { return nil }
+            let faceSize = max(sighting.width, sighting.height)
+            var face = frame.travel.toFrame(hidden.face)
+            if hidden.searchedAndGone {
+                let (dx, dy) = hidden.cameraStill ? leavingShift(face, lostAt: sighting, faceSize: faceSize, seconds: hidden.secondsBeyond) : (0, 0)
+                (face, region) = (face.offsetBy(dx: dx, dy: dy), region.offsetBy(dx: dx, dy: dy))
+                if !isNearEdge(face, faceSize: faceSize) { return nil }
+            }
             return reachingNearEdges(region, of: face, faceSize: faceSize)
         }
+    }
+
+    /// How fast, at least, a face lost near an edge leaves the picture through it, in face sizes a
+    /// second (a stroll; walkers cross faster).
+    static let leavingPace = 1.0
+
+    /// The shift that makes a face searched for and gone near an edge of a still camera's picture
+    /// leave through that edge (going back in time, for a face first seen there: it came in through
+    /// it) at least at `leavingPace` since the sighting. Held where it was lost, it stayed at the
+    /// edge for the whole hold, long after it had left; and its own motion, read from boxes the
+    /// edge cut, said it stood still or even went inwards (the fixed clip's walkers). A moving
+    /// camera's picture brings faces in at its edges as well: there a lost face stays where it was lost.
+    func leavingShift(_ face: FaceRect, lostAt sighting: FaceRect, faceSize: Double, seconds: Double) -> (dx: Double, dy: Double) {
+        let zone = Self.edgeReach * faceSize, least = Self.leavingPace * faceSize * seconds
+        // `moved`: the face's displacement along one axis; `near…`: which of that axis' edges the sighting is near.
+        func shift(_ moved: Double, nearLow: Bool, nearHigh: Bool) -> Double {
+            guard nearLow != nearHigh else { return 0 }
+            let outward: Double = nearLow ? -1 : 1
+            return outward * max(0, least - moved * outward)
+        }
+        return (shift(face.center.x - sighting.center.x, nearLow: sighting.x <= zone, nearHigh: sighting.maxX >= Double(width) - zone),
+                shift(face.center.y - sighting.center.y, nearLow: sighting.y <= zone, nearHigh: sighting.maxY >= Double(height) - zone))
     }
 
     /// How near an edge (in face sizes) a face's region may come before the face may be crossing it.

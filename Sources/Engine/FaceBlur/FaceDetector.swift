@@ -18,6 +18,10 @@ public struct FaceRect: Equatable, Sendable, CustomStringConvertible {
                  width: width * (1 + 2 * fraction), height: height * (1 + 2 * fraction))
     }
 
+    public func offsetBy(dx: Double, dy: Double) -> FaceRect {
+        FaceRect(x: x + dx, y: y + dy, width: width, height: height)
+    }
+
     public func union(_ other: FaceRect) -> FaceRect {
         let minX = min(x, other.x), minY = min(y, other.y)
         return FaceRect(x: minX, y: minY, width: max(maxX, other.maxX) - minX, height: max(maxY, other.maxY) - minY)

@@ -60,6 +60,13 @@ public struct FaceTracker {
         /// of 300, 0.25 on 25–33, none on 16–18, leaving 26–32 face-frames
         /// recognisable either way.
         public var maxGoneGrowth: Double = 0.25
+        /// Growth per second, in face sizes, where the face's own motion through the scene is known
+        /// (a still camera, and sightings of one size on both sides of the frame, or a steady motion
+        /// read beyond the first or last): the region follows that motion already, and the growth is
+        /// only the slack for a face that changes pace or direction. At `motion`'s pace the region
+        /// of a walker lost behind someone outgrew the face by half its size within a third of a
+        /// second, and hid the street around it (the fixed clip).
+        public var knownMotionGrowth: Double = 0.5
         public init() {}
     }
 
@@ -282,12 +289,17 @@ public struct FaceTracker {
     /// face gave up at or before this frame (see `markGone`); `face`: where
     /// the face itself may be (the sighting, and where its motion leads),
     /// without the region's margin and growth; for a face searched for and
-    /// gone, where it was when the searches gave up.
+    /// gone, where it was when the searches gave up, or where its own steady
+    /// motion carried it. `secondsBeyond`: how far the frame lies from the
+    /// sighting in `beyond`; `cameraStill`: the camera stood still from that
+    /// sighting to this frame.
     public struct Hidden: Equatable {
         public var region: FaceRect
         public var beyond: FaceRect?
         public var searchedAndGone = false
         public var face: FaceRect
+        public var secondsBeyond = 0.0
+        public var cameraStill = false
     }
 
     /// Regions to hide in the frame captured at `time`, with the sighting
@@ -296,11 +308,15 @@ public struct FaceTracker {
         tracks.compactMap { track -> Hidden? in
             guard let first = track.observations.first, let last = track.observations.last else { return nil }
             if time + settings.lookAheadNs < first.time || time > last.time + settings.holdNs { return nil }
-            guard let (face, region) = hiddenRegion(track, at: time, speed: settings.motion, maxGrowth: settings.maxMotionGrowth) else { return nil }
+            guard let (face, region) = hiddenRegion(track, at: time, speed: settings.motion, maxGrowth: settings.maxMotionGrowth,
+                                                    knownMotionSpeed: settings.knownMotionGrowth) else { return nil }
             let beyond = time < first.time ? first.rect : time > last.time ? last.rect : nil
+            let secondsBeyond = Double(time < first.time ? first.time - time : time > last.time ? time - last.time : 0) / 1e9
             let goneAt = time < first.time ? track.goneBefore.flatMap { time <= $0 ? $0 : nil }
                 : time > last.time ? track.goneAfter.flatMap { time >= $0 ? $0 : nil } : nil
-            guard settings.goneEndsHold, let goneAt else { return Hidden(region: region, beyond: beyond, face: face) }
+            guard settings.goneEndsHold, let goneAt else {
+                return Hidden(region: region, beyond: beyond, face: face, secondsBeyond: secondsBeyond)
+            }
             // Gone: what is left of the face in the picture was too little for a search to find. It is
             // where its own steady motion carries it (a walker leaving goes on leaving, one sliding
             // along an edge goes on sliding), grown as a face between sightings is; not the stretch
@@ -321,7 +337,9 @@ public struct FaceTracker {
             let grow = settings.margin + min(settings.maxGoneGrowth, settings.motion * since)
             let (dx, dy) = (sighting.width * grow, sighting.height * grow)
             let near = FaceRect(x: whenGone.x - dx, y: whenGone.y - dy, width: whenGone.width + 2 * dx, height: whenGone.height + 2 * dy)
-            return Hidden(region: near, beyond: beyond, searchedAndGone: true, face: whenGone)
+            let end = time < first.time ? first : last
+            return Hidden(region: near, beyond: beyond, searchedAndGone: true, face: whenGone, secondsBeyond: secondsBeyond,
+                          cameraStill: cameraStill(from: min(time, end.time), through: max(time, end.time)))
         }
     }
 
@@ -388,7 +406,9 @@ public struct FaceTracker {
     /// Where the face is between the nearest sightings before and after `time`
     /// (or, on one side only, the sighting united with where its motion leads),
     /// grown by the margin and by `speed` over the distance to the nearest sighting.
-    private func hiddenRegion(_ track: Track, at time: UInt64, speed: Double, maxGrowth: Double) -> (face: FaceRect, region: FaceRect)? {
+    /// With `knownMotionSpeed`, the growth is at that pace where the face's motion is known.
+    private func hiddenRegion(_ track: Track, at time: UInt64, speed: Double, maxGrowth: Double,
+                              knownMotionSpeed: Double? = nil) -> (face: FaceRect, region: FaceRect)? {
         let nearest = [track.observations.last { $0.time <= time }, track.observations.first { $0.time >= time }]
             .compactMap { $0 }
         guard var base = nearest.first?.rect else { return nil }
@@ -401,6 +421,7 @@ public struct FaceTracker {
         let pair = nearest.count == 2 ? (nearest[0], nearest[1])
             : list.count >= 2 ? (time < list[0].time ? (list[0], list[1]) : (list[list.count - 2], list[list.count - 1])) : nil
         let leaps = settings.growsByFaceSize && (pair.map { isImplausibleLeap($0.0, $0.1) } ?? false)
+        var motionKnown = false
         if nearest.count == 2 {
             // Between two sightings of one size, under a still camera, the face is where the line
             // between them puts it (the growth below is the slack for a face that does not keep its
@@ -412,13 +433,16 @@ public struct FaceTracker {
             let sameSize = max(a.rect.height, b.rect.height) <= Self.sameSizeRatio * min(a.rect.height, b.rect.height)
             let alongLine = settings.growsByFaceSize && sameSize && cameraStill(from: a.time, through: b.time)
             base = (leaps || alongLine ? predicted(list, at: time) : nil) ?? base.union(b.rect)
+            motionKnown = alongLine && !leaps
         } else if list.count >= 2, !leaps, let ahead = predicted(list, at: time) {
             // Before the first or after the last sighting: also where its motion leads.
             base = base.union(ahead)
+            motionKnown = settings.growsByFaceSize && steadyMotion(list, fromFirst: time < list[0].time) != nil
         }
         let leap = leaps ? Self.leapAllowance : 0
         let distance = nearest.map { $0.time > time ? $0.time - time : time - $0.time }.min() ?? 0
-        let grow = settings.margin + min(maxGrowth, speed * Double(distance) / 1e9) + leap
+        let pace = motionKnown ? min(speed, knownMotionSpeed ?? speed) : speed
+        let grow = settings.margin + min(maxGrowth, pace * Double(distance) / 1e9) + leap
         guard settings.growsByFaceSize else { return (base, base.expanded(by: grow)) }
         // Grown by the face's own size, not the united box's: two sightings far apart (a fast face)
         // or a long extrapolation would otherwise grow the region by a share of the whole stretch.

@@ -410,22 +410,60 @@ final class DetectionPlannerTests: XCTestCase {
     /// little), not over the stretch its motion, carried on for the whole
     /// hold, would sweep: on the crowd clip that stretch hid the picture
     /// along the edges (`bench/live-faces --offline crowd`: 111 of 300
-    /// frames hid picture beyond the faces, 53 after).
+    /// frames hid picture beyond the faces, 53 after). With no motion to go
+    /// by, under a still camera, it stays until it could have left through
+    /// that edge at a stroll (`leavingPace`), not for the whole hold: the
+    /// fixed clip's walkers had left long before.
     func testAFaceLostAtAnEdgeIsHiddenWhereItWasLostNotWhereItsMotionLeads() throws {
-        // Half out at the left edge, sliding down it 4 px a frame: found on frames 0 to 4, then not any more.
+        // Half out at the left edge, sliding down it 4 px a frame: found on frames 0 to 4 (too short a
+        // stretch to read a steady motion from), then not any more.
         func slider(_ i: Int) -> FaceRect { FaceRect(x: -20, y: 20 + 4 * Double(i), width: 40, height: 48) }
-        let (p, gone) = try followUntilLost(slider, seenOn: 0...4, changing: (1, 1))
+        let lastSeen = 4
+        let (p, gone) = try followUntilLost(slider, seenOn: 0...lastSeen, changing: (1, 1))
         let margin = p.tracker.settings.margin, growth = p.tracker.settings.maxGoneGrowth
+        let lost = slider(gone).intersection(FaceRect(x: 0, y: 0, width: 320, height: 184))!
+        var held = 0, left = 0
         for i in gone...30 {
             let regions = p.regions(forFrame: i)
+            // Where it would be, had it left through the edge at a stroll since it was last seen.
+            let strolled = DetectionPlanner.leavingPace * 48 * Double(i - lastSeen) / 30
+            guard let inPicture = FaceRect(x: lost.x - strolled, y: lost.y, width: lost.width, height: lost.height)
+                .intersection(FaceRect(x: 0, y: 0, width: 320, height: 184)) else {
+                XCTAssertEqual(regions, [], "frame \(i): it could have left the picture, and its region with it")
+                left += 1
+                continue
+            }
+            held += 1
             XCTAssertEqual(regions.count, 1, "frame \(i): near the edge, still hidden")
             let region = try XCTUnwrap(regions.first)
             XCTAssertLessThanOrEqual(region.x, 0, "frame \(i): to the edge")
-            let lost = slider(gone).intersection(FaceRect(x: 0, y: 0, width: 320, height: 184))!
-            XCTAssertEqual(region.intersection(lost)?.area, lost.area, "frame \(i): where it was lost")
+            XCTAssertEqual(region.intersection(inPicture)?.area, inPicture.area, "frame \(i): where it was lost, or nearer the edge")
             XCTAssertLessThanOrEqual(region.maxY, slider(gone).maxY + (margin + growth) * 48 + 8,
                                      "frame \(i): not half a second of its motion further (\(slider(gone + 15).maxY)): \(region)")
         }
+        XCTAssertGreaterThan(held, 3)
+        XCTAssertGreaterThan(left, 3, "the test reaches frames where it could have left")
+    }
+
+    /// A face lost at an edge of a still camera's picture whose own motion
+    /// points into the picture (boxes the edge cut can read that way) is not
+    /// carried inwards along it: it leaves through the edge, as one with no
+    /// motion to go by. On the fixed clip a walker leaving at the right edge
+    /// was carried inwards, and hid the picture there for half a second
+    /// after it had left.
+    func testAFaceLostAtAnEdgeIsNotCarriedIntoThePicture() throws {
+        // At the right edge, its boxes moving left 2 px a frame: found on frames 0 to 9, then not any more.
+        func box(_ i: Int) -> FaceRect { FaceRect(x: 312 - 2 * Double(i), y: 70, width: 40, height: 48) }
+        let lastSeen = 9
+        let (p, gone) = try followUntilLost(box, seenOn: 0...lastSeen, changing: (13, 1))
+        var left = 0
+        for i in gone...30 {
+            let regions = p.regions(forFrame: i)
+            XCTAssertFalse(regions.contains { $0.x < box(lastSeen).x - 0.6 * 48 }, "frame \(i): not carried inwards: \(regions)")
+            let strolled = DetectionPlanner.leavingPace * 48 * Double(i - lastSeen) / 30
+            if box(lastSeen).x + strolled >= 320 { XCTAssertEqual(regions, [], "frame \(i): left"); left += 1 }
+        }
+        XCTAssertGreaterThan(left, 3, "the test reaches frames where it could have left")
     }
 
     /// A face lost at an edge while walking out of a still camera's picture

@@ -43,14 +43,16 @@ final class FaceTrackerTests: XCTestCase {
         let id = follow.update(detections: [a], time: second)[0].id
         follow.add(b, to: id, time: second + 3 * second / 10)
         let between = follow.regions(at: second + 3 * second / 20)
-        let grow = 0.25 + 1.0 * 0.15   // margin + motion × the distance to the nearest sighting
+        // The margin, and growth over the distance to the nearest sighting at the pace for a face whose motion is known.
+        let grow = 0.25 + bySize.knownMotionGrowth * 0.15
         XCTAssertEqual(between, [FaceRect(x: 140 - 40 * grow, y: 100 - 40 * grow, width: 40 + 80 * grow, height: 40 + 80 * grow)])
         var byStretch = settings
         byStretch.growsByFaceSize = false
         var old = FaceTracker(settings: byStretch)
         let oldID = old.update(detections: [a], time: second)[0].id
         old.add(b, to: oldID, time: second + 3 * second / 10)
-        XCTAssertEqual(old.regions(at: second + 3 * second / 20), [a.union(b).expanded(by: grow)], "a share of the stretch: \(120 * grow) px each side")
+        let oldGrow = 0.25 + byStretch.motion * 0.15
+        XCTAssertEqual(old.regions(at: second + 3 * second / 20), [a.union(b).expanded(by: oldGrow)], "a share of the stretch: \(120 * oldGrow) px each side")
     }
 
     /// Under a moving camera the places of a face's sightings carry the camera model's error, which
@@ -164,6 +166,33 @@ final class FaceTrackerTests: XCTestCase {
         for i in 1...9 { before.add(walker(i), to: first, time: UInt64(30 + i) * frame) }
         let back = try XCTUnwrap(before.predicted(first, at: 15 * frame))
         XCTAssertLessThan(abs(back.center.x - walker(-15).center.x), 0.4 * 40, "half a second before: \(back) for \(walker(-15))")
+    }
+
+    /// A walker followed steadily under a still camera and then no longer found (gone behind someone)
+    /// is hidden where its motion leads, with the slack of `knownMotionGrowth`: at `motion`'s pace the
+    /// region outgrew the face by half its size within a third of a second and hid the street around
+    /// it (the fixed clip). Under a moving camera its motion is not known, and the region grows as before.
+    func testAfterItsLastSightingAWalkerUnderAStillCameraIsHiddenWithTheSlackOfAKnownMotion() throws {
+        let frame = second / 30
+        // 40×48, walking right 3 px a frame, found on frames 0 to 9.
+        func walker(_ i: Int) -> FaceRect { FaceRect(x: 100 + 3 * Double(i), y: 100, width: 40, height: 48) }
+        func region(cameraMoving: Bool, at i: Int) throws -> FaceRect {
+            var tracker = FaceTracker(settings: settings)
+            let id = try XCTUnwrap(tracker.update(detections: [walker(0)], time: 0).first).id
+            for j in 1...20 {
+                tracker.noteCamera(moving: cameraMoving, at: UInt64(j) * frame)
+                if j <= 9 { tracker.add(walker(j), to: id, time: UInt64(j) * frame) }
+            }
+            let regions = tracker.regions(at: UInt64(i) * frame)
+            XCTAssertEqual(regions.count, 1)
+            return try XCTUnwrap(regions.first)
+        }
+        let still = try region(cameraMoving: false, at: 18), moving = try region(cameraMoving: true, at: 18)
+        for r in [still, moving] { XCTAssertEqual(r.intersection(walker(18))?.area, walker(18).area, "the walker inside \(r)") }
+        // From the last sighting to where its motion leads, grown by the margin and 0.3 s at each pace.
+        let known = settings.margin + settings.knownMotionGrowth * 0.3, unknown = settings.margin + settings.motion * 0.3
+        XCTAssertEqual(still.height, 48 * (1 + 2 * known), accuracy: 0.5, "\(still)")
+        XCTAssertEqual(moving.height, 48 * (1 + 2 * unknown), accuracy: 0.5, "\(moving)")
     }
 
     func testSeparateFacesAreSeparateTracksAndArePruned() {
