@@ -407,7 +407,9 @@ struct DetectionPlanner {
             let faceSize = max(sighting.width, sighting.height)
             var face = frame.travel.toFrame(hidden.face)
             if hidden.searchedAndGone {
-                let (dx, dy) = hidden.cameraStill ? leavingShift(face, lostAt: sighting, faceSize: faceSize, seconds: hidden.secondsBeyond) : (0, 0)
+                let cameFrom = hidden.otherEnd.map(frame.travel.toFrame)
+                let (dx, dy) = hidden.cameraStill ? leavingShift(face, lostAt: sighting, cameFrom: cameFrom, faceSize: faceSize,
+                                                                 seconds: hidden.secondsBeyond) : (0, 0)
                 (face, region) = (face.offsetBy(dx: dx, dy: dy), region.offsetBy(dx: dx, dy: dy))
                 if !isNearEdge(face, faceSize: faceSize) { return nil }
             }
@@ -418,23 +420,36 @@ struct DetectionPlanner {
     /// How fast, at least, a face lost near an edge leaves the picture through it, in face sizes a
     /// second (a stroll; walkers cross faster).
     static let leavingPace = 1.0
+    /// How far towards an edge, in face sizes, a face's sightings must have come for it to be
+    /// leaving through that edge when lost there.
+    static let leavingApproach = 1.0
 
     /// The shift that makes a face searched for and gone near an edge of a still camera's picture
-    /// leave through that edge (going back in time, for a face first seen there: it came in through
-    /// it) at least at `leavingPace` since the sighting. Held where it was lost, it stayed at the
-    /// edge for the whole hold, long after it had left; and its own motion, read from boxes the
-    /// edge cut, said it stood still or even went inwards (the fixed clip's walkers). A moving
-    /// camera's picture brings faces in at its edges as well: there a lost face stays where it was lost.
-    func leavingShift(_ face: FaceRect, lostAt sighting: FaceRect, faceSize: Double, seconds: Double) -> (dx: Double, dy: Double) {
+    /// leave through that edge at least at `leavingPace` since the sighting, when it was walking
+    /// out: its sightings, from the other end of them (`cameFrom`), came at least `leavingApproach`
+    /// towards that edge. Going back in time the same holds for a face first seen at an edge that
+    /// walked in from it. Held where it was lost, a walker leaving stayed at the edge for the whole
+    /// hold, long after it had left, and its own motion, read from boxes the edge cut, said it stood
+    /// still or even went inwards (the fixed clip). A face that appeared at the edge and was lost
+    /// there may be coming in slowly (the fixed clip again: pushed out, one was left unhidden for
+    /// three frames): it stays where it was lost, as does any face under a moving camera, whose
+    /// picture brings faces in at its edges.
+    func leavingShift(_ face: FaceRect, lostAt sighting: FaceRect, cameFrom: FaceRect?, faceSize: Double,
+                      seconds: Double) -> (dx: Double, dy: Double) {
+        guard let cameFrom else { return (0, 0) }
         let zone = Self.edgeReach * faceSize, least = Self.leavingPace * faceSize * seconds
-        // `moved`: the face's displacement along one axis; `near…`: which of that axis' edges the sighting is near.
-        func shift(_ moved: Double, nearLow: Bool, nearHigh: Bool) -> Double {
+        // Along one axis: `moved`, the face's displacement since the sighting; `approached`, the
+        // sightings' towards the sighting; `near…`, which of the axis' edges the sighting is near.
+        func shift(_ moved: Double, approached: Double, nearLow: Bool, nearHigh: Bool) -> Double {
             guard nearLow != nearHigh else { return 0 }
             let outward: Double = nearLow ? -1 : 1
+            guard approached * outward >= Self.leavingApproach * faceSize else { return 0 }
             return outward * max(0, least - moved * outward)
         }
-        return (shift(face.center.x - sighting.center.x, nearLow: sighting.x <= zone, nearHigh: sighting.maxX >= Double(width) - zone),
-                shift(face.center.y - sighting.center.y, nearLow: sighting.y <= zone, nearHigh: sighting.maxY >= Double(height) - zone))
+        return (shift(face.center.x - sighting.center.x, approached: sighting.center.x - cameFrom.center.x,
+                      nearLow: sighting.x <= zone, nearHigh: sighting.maxX >= Double(width) - zone),
+                shift(face.center.y - sighting.center.y, approached: sighting.center.y - cameFrom.center.y,
+                      nearLow: sighting.y <= zone, nearHigh: sighting.maxY >= Double(height) - zone))
     }
 
     /// How near an edge (in face sizes) a face's region may come before the face may be crossing it.

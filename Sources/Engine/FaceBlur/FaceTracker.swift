@@ -291,14 +291,17 @@ public struct FaceTracker {
     /// without the region's margin and growth; for a face searched for and
     /// gone, where it was when the searches gave up, or where its own steady
     /// motion carried it. `secondsBeyond`: how far the frame lies from the
-    /// sighting in `beyond`; `cameraStill`: the camera stood still from that
-    /// sighting to this frame.
+    /// sighting in `beyond`. For a face searched for and gone, `otherEnd`: the
+    /// sighting at the other end of its sightings (its first, for a frame after
+    /// its last), and `cameraStill`: the camera stood still from the sighting
+    /// in `beyond` to this frame.
     public struct Hidden: Equatable {
         public var region: FaceRect
         public var beyond: FaceRect?
         public var searchedAndGone = false
         public var face: FaceRect
         public var secondsBeyond = 0.0
+        public var otherEnd: FaceRect?
         public var cameraStill = false
     }
 
@@ -337,9 +340,9 @@ public struct FaceTracker {
             let grow = settings.margin + min(settings.maxGoneGrowth, settings.motion * since)
             let (dx, dy) = (sighting.width * grow, sighting.height * grow)
             let near = FaceRect(x: whenGone.x - dx, y: whenGone.y - dy, width: whenGone.width + 2 * dx, height: whenGone.height + 2 * dy)
-            let end = time < first.time ? first : last
+            let (end, otherEnd) = time < first.time ? (first, last) : (last, first)
             return Hidden(region: near, beyond: beyond, searchedAndGone: true, face: whenGone, secondsBeyond: secondsBeyond,
-                          cameraStill: cameraStill(from: min(time, end.time), through: max(time, end.time)))
+                          otherEnd: otherEnd.rect, cameraStill: cameraStill(from: min(time, end.time), through: max(time, end.time)))
         }
     }
 
