@@ -422,7 +422,7 @@ struct DetectionPlanner {
     static let leavingPace = 1.0
     /// How far towards an edge, in face sizes, a face's sightings must have come for it to be
     /// leaving through that edge when lost there.
-    static let leavingApproach = 1.0
+    static let leavingApproach = 0.5
 
     /// The shift that makes a face searched for and gone near an edge of a still camera's picture
     /// leave through that edge at least at `leavingPace` since the sighting, when it was walking

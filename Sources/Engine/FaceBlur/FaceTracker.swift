@@ -60,12 +60,13 @@ public struct FaceTracker {
         /// of 300, 0.25 on 25–33, none on 16–18, leaving 26–32 face-frames
         /// recognisable either way.
         public var maxGoneGrowth: Double = 0.25
-        /// Growth per second, in face sizes, where the face's own motion through the scene is known
-        /// (a still camera, and sightings of one size on both sides of the frame, or a steady motion
-        /// read beyond the first or last): the region follows that motion already, and the growth is
-        /// only the slack for a face that changes pace or direction. At `motion`'s pace the region
-        /// of a walker lost behind someone outgrew the face by half its size within a third of a
-        /// second, and hid the street around it (the fixed clip).
+        /// Growth per second, in face sizes, before a face's first sighting or after its last where
+        /// its own steady motion through the scene is known (`steadyMotion`: a still camera): the
+        /// region follows that motion already, and the growth is only the slack for a face that
+        /// changes pace or direction. At `motion`'s pace the region of a face lost behind someone
+        /// outgrew it by half its size within a third of a second, and hid the street around it
+        /// (the fixed clip). Between two sightings the line between them is no such motion (a face
+        /// may stop or turn in between), and `motion` stays.
         public var knownMotionGrowth: Double = 0.5
         public init() {}
     }
@@ -436,7 +437,6 @@ public struct FaceTracker {
             let sameSize = max(a.rect.height, b.rect.height) <= Self.sameSizeRatio * min(a.rect.height, b.rect.height)
             let alongLine = settings.growsByFaceSize && sameSize && cameraStill(from: a.time, through: b.time)
             base = (leaps || alongLine ? predicted(list, at: time) : nil) ?? base.union(b.rect)
-            motionKnown = alongLine && !leaps
         } else if list.count >= 2, !leaps, let ahead = predicted(list, at: time) {
             // Before the first or after the last sighting: also where its motion leads.
             base = base.union(ahead)

@@ -43,16 +43,14 @@ final class FaceTrackerTests: XCTestCase {
         let id = follow.update(detections: [a], time: second)[0].id
         follow.add(b, to: id, time: second + 3 * second / 10)
         let between = follow.regions(at: second + 3 * second / 20)
-        // The margin, and growth over the distance to the nearest sighting at the pace for a face whose motion is known.
-        let grow = 0.25 + bySize.knownMotionGrowth * 0.15
+        let grow = 0.25 + 1.0 * 0.15   // margin + motion × the distance to the nearest sighting
         XCTAssertEqual(between, [FaceRect(x: 140 - 40 * grow, y: 100 - 40 * grow, width: 40 + 80 * grow, height: 40 + 80 * grow)])
         var byStretch = settings
         byStretch.growsByFaceSize = false
         var old = FaceTracker(settings: byStretch)
         let oldID = old.update(detections: [a], time: second)[0].id
         old.add(b, to: oldID, time: second + 3 * second / 10)
-        let oldGrow = 0.25 + byStretch.motion * 0.15
-        XCTAssertEqual(old.regions(at: second + 3 * second / 20), [a.union(b).expanded(by: oldGrow)], "a share of the stretch: \(120 * oldGrow) px each side")
+        XCTAssertEqual(old.regions(at: second + 3 * second / 20), [a.union(b).expanded(by: grow)], "a share of the stretch: \(120 * grow) px each side")
     }
 
     /// Under a moving camera the places of a face's sightings carry the camera model's error, which
