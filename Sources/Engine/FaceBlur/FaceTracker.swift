@@ -361,8 +361,9 @@ public struct FaceTracker {
     /// second sideways), and the slack, in face sizes, around where the line
     /// between two sightings further apart than that puts it.
     static let fastestFace = 8.0
-    /// Two sightings whose heights differ by more than this are not read as one face moving between
-    /// them: one is likely a partial box (part of the face found, or a template fitted to part of it).
+    /// Two sightings whose heights or widths differ by more than this are not read as one face moving
+    /// between them: one is likely a partial box (part of the face found, or a template fitted to
+    /// part of it; on the fixed clip, Biden's left half beside a passer-by in front of his right).
     static let sameSizeRatio = 1.25
     static let leapAllowance = 0.5
 
@@ -435,6 +436,7 @@ public struct FaceTracker {
             // move along a line: the region spans both.
             let (a, b) = (nearest[0], nearest[1])
             let sameSize = max(a.rect.height, b.rect.height) <= Self.sameSizeRatio * min(a.rect.height, b.rect.height)
+                && max(a.rect.width, b.rect.width) <= Self.sameSizeRatio * min(a.rect.width, b.rect.width)
             let alongLine = settings.growsByFaceSize && sameSize && cameraStill(from: a.time, through: b.time)
             base = (leaps || alongLine ? predicted(list, at: time) : nil) ?? base.union(b.rect)
         } else if list.count >= 2, !leaps, let ahead = predicted(list, at: time) {

@@ -73,15 +73,17 @@ final class FaceTrackerTests: XCTestCase {
     /// them: the region spans both. On the moving clip a line between a whole face and a box of half
     /// its height left the face's lower part unhidden for three frames.
     func testBetweenSightingsOfDifferentSizesTheRegionSpansBoth() {
-        var tracker = FaceTracker(settings: settings)
-        // A face standing still, then found as its upper half.
-        let whole = FaceRect(x: 100, y: 100, width: 40, height: 60), part = FaceRect(x: 100, y: 100, width: 40, height: 30)
-        let id = tracker.update(detections: [whole], time: second)[0].id
-        tracker.add(part, to: id, time: second + 3 * second / 10)
-        for time in [second + second / 10, second + second / 4] {
-            let between = tracker.regions(at: time)
-            XCTAssertEqual(between.count, 1)
-            XCTAssertEqual(between.first?.intersection(whole)?.area, whole.area, "the face inside \(between)")
+        // A face standing still, then found as its upper half, or as its left half (someone in front of its right).
+        let whole = FaceRect(x: 100, y: 100, width: 40, height: 60)
+        for part in [FaceRect(x: 100, y: 100, width: 40, height: 30), FaceRect(x: 100, y: 100, width: 20, height: 56)] {
+            var tracker = FaceTracker(settings: settings)
+            let id = tracker.update(detections: [whole], time: second)[0].id
+            tracker.add(part, to: id, time: second + 3 * second / 10)
+            for time in [second + second / 10, second + second / 4] {
+                let between = tracker.regions(at: time)
+                XCTAssertEqual(between.count, 1)
+                XCTAssertEqual(between.first?.intersection(whole)?.area, whole.area, "\(part): the face inside \(between)")
+            }
         }
     }
 
