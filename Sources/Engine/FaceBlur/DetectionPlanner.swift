@@ -431,9 +431,8 @@ struct DetectionPlanner {
     /// walked in from it. Held where it was lost, a walker leaving stayed at the edge for the whole
     /// hold, long after it had left, and its own motion, read from boxes the edge cut, said it stood
     /// still or even went inwards (the fixed clip). A face that appeared at the edge and was lost
-    /// there may be coming in slowly (the fixed clip again: pushed out, one was left unhidden for
-    /// three frames): it stays where it was lost, as does any face under a moving camera, whose
-    /// picture brings faces in at its edges.
+    /// there may be coming in slower than a stroll: it stays where it was lost, as does any face
+    /// under a moving camera, whose picture brings faces in at its edges.
     func leavingShift(_ face: FaceRect, lostAt sighting: FaceRect, cameFrom: FaceRect?, faceSize: Double,
                       seconds: Double) -> (dx: Double, dy: Double) {
         guard let cameFrom else { return (0, 0) }
