@@ -399,11 +399,35 @@ struct DetectionPlanner {
     /// found either). Without this, a face hidden behind a passer-by kept
     /// its region, grown, for the whole `holdNs`: on the fixed clip,
     /// offline, it hid beyond the faces on 124 of 300 frames.
-    func regions(forFrame index: Int) -> [FaceRect] {
+    func regions(forFrame index: Int) -> [FaceRect] { hiddenRegions(forFrame: index).map(\.rect) }
+
+    /// A region to hide, with the track it is for and the rule that placed it: the trace log names
+    /// them (`--log-level trace`), so that a face left unhidden can be traced to its rule.
+    struct HiddenRegion: Equatable, CustomStringConvertible {
+        enum Rule: String {
+            /// On or between the face's sightings.
+            case sighted
+            /// Before its first sighting or after its last, where its motion leads.
+            case beyond
+            /// Searched for there and gone, kept near an edge (and carried out through it).
+            case gone
+        }
+        var rect: FaceRect
+        var track: Int
+        var rule: Rule
+        /// Stretched to an edge the face is near (`reachingNearEdges`).
+        var reachesEdge = false
+        var description: String { "track \(track) \(rule.rawValue)\(reachesEdge ? " to the edge" : "") \(rect)" }
+    }
+
+    /// `regions(forFrame:)`, with the track and rule of each.
+    func hiddenRegions(forFrame index: Int) -> [HiddenRegion] {
         guard let frame = frame(index) else { return [] }
         return tracker.hidden(at: frame.time).compactMap { hidden in
             var region = frame.travel.toFrame(hidden.region)
-            guard let sighting = hidden.beyond.map(frame.travel.toFrame) else { return region }
+            guard let sighting = hidden.beyond.map(frame.travel.toFrame) else {
+                return HiddenRegion(rect: region, track: hidden.track, rule: .sighted)
+            }
             let faceSize = max(sighting.width, sighting.height)
             var face = frame.travel.toFrame(hidden.face)
             if hidden.searchedAndGone {
@@ -413,7 +437,9 @@ struct DetectionPlanner {
                 (face, region) = (face.offsetBy(dx: dx, dy: dy), region.offsetBy(dx: dx, dy: dy))
                 if !isNearEdge(face, faceSize: faceSize) { return nil }
             }
-            return reachingNearEdges(region, of: face, faceSize: faceSize)
+            let reaching = reachingNearEdges(region, of: face, faceSize: faceSize)
+            return HiddenRegion(rect: reaching, track: hidden.track, rule: hidden.searchedAndGone ? .gone : .beyond,
+                                reachesEdge: reaching != region)
         }
     }
 

@@ -553,7 +553,8 @@ public final class FaceBlurStage: FrameProcessor {
                 if planner!.oldest?.index == first.index { planner!.removeOldest() }
                 continue
             }
-            let faces = planner!.regions(forFrame: first.index)
+            let hidden = planner!.hiddenRegions(forFrame: first.index)
+            let faces = hidden.map(\.rect)
             if !faces.isEmpty {
                 countersStorage.framesWithFaces += 1
                 metrics.framesWithFaces.increment()
@@ -573,7 +574,9 @@ public final class FaceBlurStage: FrameProcessor {
                     logger.warning("face detection is behind: \(n) frames so far left before every search they needed was done; in each, what no search confirmed was pixelated coarsely (this one: \(Int((area * 100).rounded())) % of the picture)")
                 }
             }
-            if logger.logLevel <= .trace { logger.trace("frame at \(first.time / 1_000_000) ms: hiding \(faces), \(unconfirmed.count) unconfirmed runs") }
+            if logger.logLevel <= .trace {
+                logger.trace("frame \(first.index) at \(first.time / 1_000_000) ms: hiding \(hidden), \(unconfirmed.count) unconfirmed runs")
+            }
             ready.append((first.sample, .hide(faces: faces, unconfirmed: unconfirmed, cell: cell)))
             if planner!.oldest?.index == first.index { planner!.removeOldest() }
         }

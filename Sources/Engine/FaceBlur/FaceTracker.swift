@@ -297,6 +297,8 @@ public struct FaceTracker {
     /// its last), and `cameraStill`: the camera stood still from the sighting
     /// in `beyond` to this frame.
     public struct Hidden: Equatable {
+        /// The track the region is for (named in the trace log).
+        public var track: Int
         public var region: FaceRect
         public var beyond: FaceRect?
         public var searchedAndGone = false
@@ -319,7 +321,7 @@ public struct FaceTracker {
             let goneAt = time < first.time ? track.goneBefore.flatMap { time <= $0 ? $0 : nil }
                 : time > last.time ? track.goneAfter.flatMap { time >= $0 ? $0 : nil } : nil
             guard settings.goneEndsHold, let goneAt else {
-                return Hidden(region: region, beyond: beyond, face: face, secondsBeyond: secondsBeyond)
+                return Hidden(track: track.id, region: region, beyond: beyond, face: face, secondsBeyond: secondsBeyond)
             }
             // Gone: what is left of the face in the picture was too little for a search to find. It is
             // where its own steady motion carries it (a walker leaving goes on leaving, one sliding
@@ -342,7 +344,7 @@ public struct FaceTracker {
             let (dx, dy) = (sighting.width * grow, sighting.height * grow)
             let near = FaceRect(x: whenGone.x - dx, y: whenGone.y - dy, width: whenGone.width + 2 * dx, height: whenGone.height + 2 * dy)
             let (end, otherEnd) = time < first.time ? (first, last) : (last, first)
-            return Hidden(region: near, beyond: beyond, searchedAndGone: true, face: whenGone, secondsBeyond: secondsBeyond,
+            return Hidden(track: track.id, region: near, beyond: beyond, searchedAndGone: true, face: whenGone, secondsBeyond: secondsBeyond,
                           otherEnd: otherEnd.rect, cameraStill: cameraStill(from: min(time, end.time), through: max(time, end.time)))
         }
     }

@@ -448,8 +448,11 @@ final class DetectionPlannerTests: XCTestCase {
             XCTAssertFalse(regions.contains { $0.x < seen(lastSeen).x - 0.6 * 48 }, "frame \(i): not carried inwards: \(regions)")
             let strolled = DetectionPlanner.leavingPace * 48 * Double(i - lastSeen) / 30
             if seen(lastSeen).x + strolled >= 320 { XCTAssertEqual(regions, [], "frame \(i): it could have left"); left += 1 }
+            // The trace log's account of each region: searched for and gone, kept at the edge.
+            XCTAssertEqual(p.hiddenRegions(forFrame: i).map(\.rule), regions.isEmpty ? [] : [.gone], "frame \(i)")
         }
         XCTAssertGreaterThan(left, 5, "the test reaches frames where it could have left, before the hold ends")
+        XCTAssertEqual(p.hiddenRegions(forFrame: lastSeen - 5).map(\.rule), [.sighted], "between sightings")
     }
 
     /// A face that appeared at an edge and was lost there is not taken for
