@@ -45,6 +45,7 @@ import contextlib
 import io
 import json
 import math
+import re
 import sys
 
 import numpy as np
@@ -516,6 +517,23 @@ def texture(y, f):
     return d.reshape(h2 // n, n, w2 // n, n).mean(axis=(1, 3))
 
 
+def outside_faces(faces, partial, W, H):
+    """The picture outside every face box grown by half its size on each side
+    (what shows of a covered face, or a neighbour's cut along with a cut-out,
+    is a face too: hiding it is not hiding the scene)."""
+    mask = np.ones((H, W), bool)
+    for x, y, w, h in [b for b in faces if b is not None] + partial:
+        mask[max(0, int(y - h / 2)):max(0, int(y + 1.5 * h)), max(0, int(x - w / 2)):max(0, int(x + 1.5 * w))] = False
+    return mask
+
+
+def hidden_block_map(a, b, mask):
+    """Per 16x16 block: whether the stage hid it (see hidden_blocks), and which blocks lie outside the faces."""
+    a2, a4, b2 = texture(a, 2), texture(a, 4), texture(b, 2)
+    outside = mask[:a2.shape[0] * 16:16, :a2.shape[1] * 16:16]
+    return (a4 >= 6) & (b2 < 0.3 * a2) & outside, outside
+
+
 def hidden_blocks(a, b, mask):
     """Blocks outside the faces (mask) that the stage hid, and how many blocks
     lie outside the faces. A block counts when the source has structure there
@@ -525,9 +543,7 @@ def hidden_blocks(a, b, mask):
     picture (x264 smoothing noise at dusk); pixelation with cells of 8 px
     flags about a quarter of the blocks it covers, 12 px about half, coarser
     cells and a black fill nearly all. Finer hiding shows in "outside"."""
-    a2, a4, b2 = texture(a, 2), texture(a, 4), texture(b, 2)
-    outside = mask[:a2.shape[0] * 16:16, :a2.shape[1] * 16:16]
-    hidden = (a4 >= 6) & (b2 < 0.3 * a2) & outside
+    hidden, outside = hidden_block_map(a, b, mask)
     return int(hidden.sum()), int(outside.sum())
 
 
@@ -560,11 +576,7 @@ def judge(raw_in, raw_out, truth_path, label="", note=""):
         rgb = np.repeat(b[:, :, None], 3, axis=2)
         dets, _ = cf(rgb, threshold=0.5)
         found = [[d[0], d[1], d[2] - d[0], d[3] - d[1]] for d in dets]
-        mask = np.ones((H, W), bool)
-        # What shows of a covered face, or a neighbour's cut along with a
-        # cut-out, is a face too: hiding it is not hiding the scene.
-        for x, y, w, h in [b for b in truth[i] if b is not None] + partial[i]:
-            mask[max(0, int(y - h / 2)):max(0, int(y + 1.5 * h)), max(0, int(x - w / 2)):max(0, int(x + 1.5 * w))] = False
+        mask = outside_faces(truth[i], partial[i], W, H)
         for person, box in enumerate(truth[i]):
             if box is None:
                 continue
@@ -598,9 +610,68 @@ def judge(raw_in, raw_out, truth_path, label="", note=""):
           f"{black:>4}/{n:<4} {100 * black / n:5.1f} %  {held[1]:>3}/{held[0]:<4} "
           f"{hiding_frames:>4}/{n:<4} {100 * hidden_share / n:5.1f} %  {outside_sum / max(1, outside_count):8.2f}   {note}")
 
+TRACED_FRAME = re.compile(r"frame (\d+) at \d+ ms: hiding \[(.*)\], (\d+) unconfirmed runs")
+TRACED_REGION = re.compile(r"track (\d+) (\w+)( to the edge)? \((-?\d+),(-?\d+) (\d+)x(\d+)\)")
+
+
+def attribute(raw_in, raw_out, truth_path, log):
+    """Which of the stage's rules hid the picture beyond the faces: every
+    hidden block (as hidden_blocks counts them) on the frames that hide beyond
+    faces, matched to the regions the stage's trace log (--log-level trace)
+    says it hid on that frame, and the rule that placed each (sighted: on or
+    between a face's sightings; beyond: before its first or after its last;
+    gone: searched for there and gone, kept near an edge; "to the edge":
+    stretched to an edge the face is near). Blocks no region covers are the
+    late frames' unconfirmed cells, or the encoder's own loss. Recorded frame
+    n is the stage's frame n (nothing dropped; a second run of the stage, as
+    when the live clip ends and the pipeline restarts, is left out)."""
+    t = json.load(open(truth_path))
+    W, H, truth = t["width"], t["height"], t["faces"]
+    partial = t.get("partial", [[] for _ in truth])
+    traced = {}
+    for line in open(log, errors="replace"):
+        m = TRACED_FRAME.search(line)
+        if m and int(m[1]) not in traced:
+            regions = [(f"{r[2]}{r[3] or ''}", int(r[1]), *map(int, r.groups()[3:])) for r in TRACED_REGION.finditer(m[2])]
+            traced[int(m[1])] = (regions, int(m[3]))
+    if not traced:
+        sys.exit(f"{log}: no traced frames (the stage logs its regions at --log-level trace)")
+    before, after = frames(raw_in, W, H), frames(raw_out, W, H)
+    n = min(len(before), len(after), len(truth))
+    frames_by_rule, blocks_by_rule, hiding = {}, {}, []
+    for i in range(n):
+        hidden, outside = hidden_block_map(before[i], after[i], outside_faces(truth[i], partial[i], W, H))
+        if hidden.sum() < 0.01 * max(1, outside.sum()):
+            continue
+        regions, unconfirmed = traced.get(i, ([], 0))
+        per_rule, per_track = {}, {}
+        for by, bx in zip(*np.nonzero(hidden)):
+            cx, cy = bx * 16 + 8, by * 16 + 8
+            over = [(rule, track) for rule, track, x, y, w, h in regions if x <= cx <= x + w and y <= cy <= y + h]
+            rules = sorted({rule for rule, _ in over}) or ["unconfirmed (late frame)" if unconfirmed else "no region (the encoder)"]
+            for rule in rules:
+                per_rule[rule] = per_rule.get(rule, 0) + 1
+            for rule, track in over:
+                per_track[f"{rule} #{track}"] = per_track.get(f"{rule} #{track}", 0) + 1
+        top = max(per_rule, key=per_rule.get)   # the frame counts for the rule that hid most of it
+        frames_by_rule[top] = frames_by_rule.get(top, 0) + 1
+        for rule, count in per_rule.items():
+            blocks_by_rule[rule] = blocks_by_rule.get(rule, 0) + count
+        hiding.append((i, 100 * hidden.sum() / max(1, outside.sum()), per_rule, per_track))
+    print(f"  {len(hiding)} of {n} frames hide beyond faces; by the rule that hid most of each (frames, 16x16 blocks hidden):")
+    for rule in sorted(blocks_by_rule, key=lambda r: (-frames_by_rule.get(r, 0), -blocks_by_rule[r])):
+        print(f"    {rule:<28} {frames_by_rule.get(rule, 0):>4} frames {blocks_by_rule[rule]:>6} blocks")
+    for i, share, per_rule, per_track in hiding:
+        tracks = ", ".join(f"{k} {v}" for k, v in sorted(per_track.items(), key=lambda kv: -kv[1])[:3])
+        print(f"    frame {i}: {share:.1f} % ({', '.join(f'{k} {v}' for k, v in per_rule.items())}){'; ' + tracks if tracks else ''}",
+              file=sys.stderr)
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "make":
         kind, w, h = sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
         {"moving": make_moving, "fixed": make_fixed, "crowd": make_crowd}[kind](w, h, *sys.argv[5:8])
+    elif sys.argv[1] == "attribute":
+        attribute(*sys.argv[2:6])
     else:
         judge(*sys.argv[2:7])

@@ -455,6 +455,15 @@ final class DetectionPlannerTests: XCTestCase {
         XCTAssertEqual(p.hiddenRegions(forFrame: lastSeen - 5).map(\.rule), [.sighted], "between sightings")
     }
 
+    /// The trace log's form of a hidden region, which `bench/live_faces.py attribute` reads
+    /// (`TRACED_REGION`) to say which rule hid the picture: change both together.
+    func testATracedRegionNamesItsTrackAndRuleInTheFormTheBenchReads() {
+        let edge = DetectionPlanner.HiddenRegion(rect: FaceRect(x: -3.4, y: 20, width: 40.6, height: 48), track: 7, rule: .gone,
+                                                 reachesEdge: true)
+        XCTAssertEqual("\([edge, DetectionPlanner.HiddenRegion(rect: FaceRect(x: 5, y: 6, width: 7, height: 8), track: 12, rule: .sighted)])",
+                       "[track 7 gone to the edge (-3,20 41x48), track 12 sighted (5,6 7x8)]")
+    }
+
     /// A face that appeared at an edge and was lost there is not taken for
     /// one leaving: it may be coming in, slower than a stroll, and stays
     /// hidden where its sightings put it (on the fixed clip, pushed out, a
