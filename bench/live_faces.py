@@ -3,6 +3,7 @@
 
   live_faces.py make moving|fixed|crowd WIDTH HEIGHT ASSETS_DIR OUT_RAW OUT_TRUTH_JSON
   live_faces.py judge RAW_IN RAW_OUT TRUTH_JSON [LABEL [NOTE]]   # one table row
+  live_faces.py attribute RAW_IN RAW_OUT TRUTH_JSON STAGE_LOG      # which rule hid beyond faces
 
 Clips are raw I420 (luma from real photos, neutral chroma), 10 s at 30 fps,
 so that GStreamer does all decoding and encoding; numpy composes and
@@ -609,6 +610,7 @@ def judge(raw_in, raw_out, truth_path, label="", note=""):
     print(f"{label:<30} {recognisable:>4}/{face_frames:<5} {100 * recognisable / max(1, face_frames):5.1f} %  "
           f"{black:>4}/{n:<4} {100 * black / n:5.1f} %  {held[1]:>3}/{held[0]:<4} "
           f"{hiding_frames:>4}/{n:<4} {100 * hidden_share / n:5.1f} %  {outside_sum / max(1, outside_count):8.2f}   {note}")
+
 
 TRACED_FRAME = re.compile(r"frame (\d+) at \d+ ms: hiding \[(.*)\], (\d+) unconfirmed runs")
 TRACED_REGION = re.compile(r"track (\d+) (\w+)( to the edge)? \((-?\d+),(-?\d+) (\d+)x(\d+)\)")
