@@ -437,8 +437,8 @@ public struct FaceTracker {
             // moving camera, the sightings' places carry the camera model's error, which does not
             // move along a line: the region spans both.
             let (a, b) = (nearest[0], nearest[1])
-            let sameSize = max(a.rect.height, b.rect.height) <= Self.sameSizeRatio * min(a.rect.height, b.rect.height)
-                && max(a.rect.width, b.rect.width) <= Self.sameSizeRatio * min(a.rect.width, b.rect.width)
+            let alike = { (u: Double, v: Double) in max(u, v) <= Self.sameSizeRatio * min(u, v) }
+            let sameSize = alike(a.rect.height, b.rect.height) && alike(a.rect.width, b.rect.width)
             let alongLine = settings.growsByFaceSize && sameSize && cameraStill(from: a.time, through: b.time)
             base = (leaps || alongLine ? predicted(list, at: time) : nil) ?? base.union(b.rect)
         } else if list.count >= 2, !leaps, let ahead = predicted(list, at: time) {
