@@ -141,6 +141,9 @@ struct DetectionPlanner {
         var time: UInt64
         var blocks: [UInt8]
         var travel = Travel()
+        /// How far the picture moved since the previous frame, in scene pixels (`cameraSpeed`); the
+        /// trace log names it, since the rules for a face gone differ under a still and a moving camera.
+        var cameraSpeed = 0.0
         /// Strict mode: the areas vouching for this frame (searched on it, or
         /// unchanged since they were searched on an earlier frame).
         var covered: Set<Int> = []
@@ -301,7 +304,7 @@ struct DetectionPlanner {
         cameraSpeed = ((centre.dx * centre.dx + centre.dy * centre.dy).squareRoot() + zoomAndRoll) * travel.frameToScene.scale
         if abs(log(travel.frameToScene.scale)) > log(2) || abs(travel.frameToScene.angle) > 0.5 { rebaseScene() }
         tracker.noteCamera(moving: cameraSpeed > Self.stillCameraSpeed, at: time)
-        var frame = Frame(index: index, time: time, blocks: blocks, travel: travel)
+        var frame = Frame(index: index, time: time, blocks: blocks, travel: travel, cameraSpeed: cameraSpeed)
         for i in areas.indices where areas[i].dirtySince == nil && changed(i, frame) {
             areas[i].dirtySince = index
         }
@@ -436,6 +439,7 @@ struct DetectionPlanner {
                                                                  seconds: hidden.secondsBeyond) : (0, 0)
                 (face, region) = (face.offsetBy(dx: dx, dy: dy), region.offsetBy(dx: dx, dy: dy))
                 if !isNearEdge(face, faceSize: faceSize) { return nil }
+                region = keptOnTheEdgeSide(region, of: face, sighting: sighting)
             }
             let reaching = reachingNearEdges(region, of: face, faceSize: faceSize)
             return HiddenRegion(rect: reaching, track: hidden.track, rule: hidden.searchedAndGone ? .gone : .beyond,
@@ -479,6 +483,26 @@ struct DetectionPlanner {
 
     /// How near an edge (in face sizes) a face's region may come before the face may be crossing it.
     static let edgeReach = 0.5
+
+    /// The region of a face searched for and gone beyond a sighting near an edge, cut back on the
+    /// side away from that edge to the sighting (or the face, if further in) and the margin: such a
+    /// face came in (before its first sighting) or went out (after its last) through that edge, so
+    /// it was never further in than where it was seen there; a search would have found more of it.
+    /// Grown all round, the region of a face coming up through the bottom edge hid the street above
+    /// its first sighting (the fixed clip, offline).
+    func keptOnTheEdgeSide(_ region: FaceRect, of face: FaceRect, sighting: FaceRect) -> FaceRect {
+        let zone = Self.edgeReach * max(sighting.width, sighting.height)
+        let (mx, my) = (tracker.settings.margin * sighting.width, tracker.settings.margin * sighting.height)
+        var (x0, y0, x1, y1) = (region.x, region.y, region.maxX, region.maxY)
+        let (nearLeft, nearRight) = (sighting.x <= zone, sighting.maxX >= Double(width) - zone)
+        let (nearTop, nearBottom) = (sighting.y <= zone, sighting.maxY >= Double(height) - zone)
+        // Near both edges of an axis (a face as large as the picture): no side to keep.
+        if nearLeft, !nearRight { x1 = min(x1, max(sighting.maxX, face.maxX) + mx) }
+        if nearRight, !nearLeft { x0 = max(x0, min(sighting.x, face.x) - mx) }
+        if nearTop, !nearBottom { y1 = min(y1, max(sighting.maxY, face.maxY) + my) }
+        if nearBottom, !nearTop { y0 = max(y0, min(sighting.y, face.y) - my) }
+        return FaceRect(x: x0, y: y0, width: max(0, x1 - x0), height: max(0, y1 - y0))
+    }
 
     /// Whether `face` is in the picture and comes within `edgeReach` face sizes of an edge.
     func isNearEdge(_ face: FaceRect, faceSize: Double) -> Bool {

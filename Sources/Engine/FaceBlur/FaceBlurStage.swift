@@ -575,7 +575,8 @@ public final class FaceBlurStage: FrameProcessor {
                 }
             }
             if logger.logLevel <= .trace {
-                logger.trace("frame \(first.index) at \(first.time / 1_000_000) ms: hiding \(hidden), \(unconfirmed.count) unconfirmed runs")
+                let speed = planner!.frame(first.index)?.cameraSpeed ?? 0
+                logger.trace("frame \(first.index) at \(first.time / 1_000_000) ms: hiding \(hidden), \(unconfirmed.count) unconfirmed runs, camera \(speed > DetectionPlanner.stillCameraSpeed ? "moving" : "still") (\(String(format: "%.1f", speed)) px)")
             }
             ready.append((first.sample, .hide(faces: faces, unconfirmed: unconfirmed, cell: cell)))
             if planner!.oldest?.index == first.index { planner!.removeOldest() }

@@ -68,6 +68,10 @@ public struct FaceTracker {
         /// (the fixed clip). Between two sightings the line between them is no such motion (a face
         /// may stop or turn in between), and `motion` stays.
         public var knownMotionGrowth: Double = 0.5
+        /// A face gone under a moving camera without a steady motion of its own is placed at
+        /// its nearest sighting, not united with where the sightings' motion led when the searches
+        /// gave up. Off: that union (the regions of before).
+        public var goneUnderMovingCameraAtSighting = true
         public init() {}
     }
 
@@ -328,12 +332,18 @@ public struct FaceTracker {
             // along an edge goes on sliding), grown as a face between sightings is; not the stretch
             // that motion sweeps over the whole hold, which hid the picture along the edges.
             let sighting = beyond ?? face
+            let (end, otherEnd) = time < first.time ? (first, last) : (last, first)
             let whenGone: FaceRect
             if let velocity = steadyMotion(track.observations, fromFirst: time < first.time) {
-                let end = time < first.time ? first : last
                 let seconds = Double(Int64(bitPattern: time &- end.time)) / 1e9
                 whenGone = FaceRect(x: end.rect.x + velocity.x * seconds, y: end.rect.y + velocity.y * seconds,
                                     width: end.rect.width, height: end.rect.height)
+            } else if settings.goneUnderMovingCameraAtSighting,
+                      !cameraStill(from: min(goneAt, end.time), through: max(goneAt, end.time)) {
+                // Under a moving camera, what its sightings say of its motion is mostly the camera
+                // model's error (a whip-pan): where it was last (first) seen. A face leaving through
+                // an edge is covered on its way out by the stretch to that edge.
+                whenGone = end.rect
             } else {
                 // No steady motion to go by: where it was when the searches gave up (a walker who
                 // stopped behind someone in mid-picture would otherwise "reach" an edge later).
@@ -343,7 +353,6 @@ public struct FaceTracker {
             let grow = settings.margin + min(settings.maxGoneGrowth, settings.motion * since)
             let (dx, dy) = (sighting.width * grow, sighting.height * grow)
             let near = FaceRect(x: whenGone.x - dx, y: whenGone.y - dy, width: whenGone.width + 2 * dx, height: whenGone.height + 2 * dy)
-            let (end, otherEnd) = time < first.time ? (first, last) : (last, first)
             return Hidden(track: track.id, region: near, beyond: beyond, searchedAndGone: true, face: whenGone, secondsBeyond: secondsBeyond,
                           otherEnd: otherEnd.rect, cameraStill: cameraStill(from: min(time, end.time), through: max(time, end.time)))
         }
