@@ -110,6 +110,31 @@ final class BlurCommandTests: XCTestCase {
         XCTAssertEqual(names(), ["in.mp4", "new.mov", "out.mp4"], "no temporary file left behind")
     }
 
+    /// ONNX Runtime's official builds collect telemetry on Linux too: a device id and an event
+    /// cache in the user's ~/.cache/Microsoft, uploaded to Microsoft. The recorder turns it off
+    /// itself, whatever environment it was started in, so the detector leaves nothing in the
+    /// home of the user running it.
+    func testTheDetectorKeepsNoTelemetryInTheUsersHome() throws {
+        let input = try place(Self.shortClip, as: "in.mp4")
+        let home = folder.file("home")
+        try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
+        var environment = ProcessInfo.processInfo.environment
+        // This test process has the opt-out already (the same C module runs in it): the child must not inherit it.
+        environment["ORT_DISABLE_TELEMETRY"] = nil
+        environment["XDG_CACHE_HOME"] = nil
+        // GStreamer's plugin registry stays where it is (a fresh one takes seconds to build).
+        if let real = environment["HOME"], environment["GST_REGISTRY"] == nil,
+           let registry = try? FileManager.default.contentsOfDirectory(atPath: real + "/.cache/gstreamer-1.0").first(where: { $0.hasPrefix("registry.") }) {
+            environment["GST_REGISTRY"] = real + "/.cache/gstreamer-1.0/" + registry
+        }
+        environment["HOME"] = home.path
+        let result = try runTool(recorderExecutable, ["blur", input.path, folder.file("out.mp4").path, "--set", "privacy.runtime=onnxruntime"],
+                                 environment: environment)
+        XCTAssertEqual(result.status, 0, result.output)
+        let left = FileManager.default.enumerator(atPath: home.path)?.allObjects.compactMap { $0 as? String } ?? []
+        XCTAssertFalse(left.contains { $0.contains("Microsoft") || $0.contains("onnxruntime") }, "written to the user's home: \(left)")
+    }
+
     /// Starts a blur of the long clip and waits until its hidden temporary output exists.
     func startLongBlur() throws -> (Process, input: URL, output: URL) {
         let input = try place(Self.longClip, as: "long.mp4")

@@ -31,6 +31,14 @@
 //   8.9 s with the arena, at the same peak RSS). The arena keeps what the
 //   largest runs in flight need. The planner plans for one input shape;
 //   inputs here change from run to run (whole frame, tiles, follow squares).
+// * Telemetry off: ONNX Runtime 1.32's official builds collect telemetry on
+//   Linux too (1DS: a persistent device id and an event cache under the
+//   user's ~/.cache/Microsoft/DeveloperTools/.onnxruntime, uploaded to
+//   mobile.events.data.microsoft.com; process path, OS, CPU, sessions). A
+//   privacy camera must not: ORT_DISABLE_TELEMETRY=1, which the library reads
+//   when it initialises, is set before main (while the process has one thread,
+//   so no getenv races the setenv), and the environment's telemetry events are
+//   disabled through the API as well.
 // * Nothing throws across the C boundary.
 
 #include "onnx_runtime.h"
@@ -39,6 +47,7 @@
 
 #include <cstdarg>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -74,6 +83,7 @@ struct OrtApiBase {
 enum Slot : size_t {
     kGetErrorMessage = 2,
     kCreateEnv = 3,
+    kDisableTelemetryEvents = 6,
     kCreateSession = 7,
     kRun = 9,
     kCreateSessionOptions = 10,
@@ -150,8 +160,14 @@ void load(Runtime &r, const char *library_path) {
     }
     auto create_env = r.api.fn<OrtStatus *(*)(int, const char *, OrtEnv **)>(kCreateEnv);
     const std::string why = failure(r.api, create_env(kLoggingLevelError, "allspark", &r.env));
-    if (!why.empty()) r.error = "creating the ONNX Runtime environment: " + why;
+    if (!why.empty()) { r.error = "creating the ONNX Runtime environment: " + why; return; }
+    const std::string quiet = failure(r.api, r.api.fn<OrtStatus *(*)(const OrtEnv *)>(kDisableTelemetryEvents)(r.env));
+    if (!quiet.empty()) r.error = "turning ONNX Runtime's telemetry off: " + quiet;
 }
+
+// Before main, with one thread: ONNX Runtime's telemetry opt-out, for this process and any
+// child that inherits its environment (see the design notes).
+__attribute__((constructor)) void disable_onnx_runtime_telemetry() { setenv("ORT_DISABLE_TELEMETRY", "1", 1); }
 
 }  // namespace
 
