@@ -36,11 +36,12 @@ public enum OfflineBlur {
     /// The output is written to a hidden temporary file beside it and moved
     /// to its name only once complete and playable (see `OutputFile`): the
     /// input is never opened for writing, and an existing output is replaced
-    /// only with `force`.
+    /// only with `force`. `makeDetector`: as for `FaceBlurStage` (tests).
     public static func run(input: String, output: String, settings: FaceBlurSettings,
                            encoderPreset: String = "ultrafast", force: Bool = false,
                            logger: Logger = Logger(label: "allspark.blur"),
-                           progress: ((Progress) -> Void)? = nil) throws -> Report {
+                           progress: ((Progress) -> Void)? = nil,
+                           makeDetector: ((FaceBlurSettings) throws -> any FaceDetecting)? = nil) throws -> Report {
         guard FileManager.default.isReadableFile(atPath: input) else {
             throw GStreamerError("\(input): no such file")
         }
@@ -73,7 +74,7 @@ public enum OfflineBlur {
               let sourceElement = pipeline.element(named: "blur_out"), let source = AppSource(sourceElement) else {
             throw GStreamerError("cannot build the blur pipeline")
         }
-        let stage = try FaceBlurStage(settings: settings, realTime: false, logger: logger)
+        let stage = try FaceBlurStage(settings: settings, realTime: false, logger: logger, makeDetector: makeDetector)
         let path = FramePath(sink: sink, source: source, processor: stage)
         path.start(realTime: false)
 

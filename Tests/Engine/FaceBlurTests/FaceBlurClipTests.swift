@@ -157,6 +157,62 @@ final class FaceBlurClipTests: XCTestCase {
         assertAnonymised(try judge(edge, settings: settings))
     }
 
+    /// The offline `blur` writes the same picture every time it blurs the same file, however its
+    /// detection threads are timed: two runs whose detectors take different, random times per
+    /// search write the same frames. (Each thread used to record what it found as it finished, and
+    /// plan from whatever was recorded and decoded by then: on the benchmark clips, 0 to 24 frames
+    /// hid beyond the faces from one run to the next.)
+    func testTheSameFileIsBlurredTheSameWayHoweverTheSearchesAreTimed() throws {
+        // Two faces crossing, one growing and one shrinking, so that the order of searches matters.
+        let (a, c) = (Self.astronautFace, Self.cameramanFace)
+        var clip = Clip(name: "crossing")
+        for i in 0..<Self.frameCount {
+            let t = Double(i) / Double(Self.frameCount - 1)
+            var frame = Self.background!
+            let (ah, ch) = (50 + 60 * t, 100 - 60 * t)
+            let (ax, ay, cx, cy) = (-30 + 560 * t, 60 + 80 * t, 560 - 520 * t, 200 - 120 * t)
+            frame.draw(Self.cameraman, x: cx - c.x * ch / c.height, y: cy - c.y * ch / c.height, scale: ch / c.height)
+            frame.draw(Self.astronaut, x: ax - a.x * ah / a.height, y: ay - a.y * ah / a.height, scale: ah / a.height)
+            clip.frames.append(frame)
+        }
+        let dir = TemporaryDirectory()
+        let input = dir.file("crossing.mp4")
+        try writeClip(clip.frames, to: input)
+        var outputs: [[RawImage]] = []
+        for seed in [1, 2] as [UInt64] {
+            let output = dir.file("crossing-\(seed).mp4")
+            let report = try OfflineBlur.run(input: input.path, output: output.path,
+                                             settings: FaceBlurSettings(modelPath: faceModelPath, offline: true),
+                                             makeDetector: { try JitteredDetector($0, seed: seed) })
+            XCTAssertGreaterThan(report.counters.followPasses, 20, "the faces were followed: \(report.counters)")
+            outputs.append(try decodeFrames(output))
+        }
+        XCTAssertEqual(outputs[0].count, Self.frameCount)
+        let differing = zip(outputs[0], outputs[1]).enumerated().filter { $0.element.0 != $0.element.1 }.map(\.offset)
+        XCTAssertEqual(differing, [], "frames that differ between the two runs")
+    }
+
+    /// The real detector, taking a random 0–20 ms more per search (the same sequence for the same seed).
+    final class JitteredDetector: FaceDetecting {
+        let real: FaceDetector
+        private var random: UInt64
+        private let lock = NSLock()
+        init(_ settings: FaceBlurSettings, seed: UInt64) throws {
+            real = try FaceDetector(modelPath: settings.modelPath, threads: settings.threads)
+            random = seed
+        }
+        func detect(luma: UnsafePointer<UInt8>, width: Int, height: Int, stride: Int, region: FaceRect,
+                    input: (width: Int, height: Int), keepAspect: Bool, threshold: Float) throws -> [FaceDetection] {
+            let delay = lock.withLock { () -> Double in
+                random = random &* 6364136223846793005 &+ 1442695040888963407   // a linear congruential step
+                return Double((random >> 33) % 1000) / 1000 * 0.02
+            }
+            Thread.sleep(forTimeInterval: delay)
+            return try real.detect(luma: luma, width: width, height: height, stride: stride, region: region,
+                                   input: input, keepAspect: keepAspect, threshold: threshold)
+        }
+    }
+
     func testFaceFrom24PixelsToFrameFilling() throws {
         let clip = Self.clip("scaling", photo: Self.astronaut, face: Self.astronautFace) { t in
             let h = 24 * pow(330.0 / 24, t)
