@@ -269,6 +269,8 @@ public final class FaceBlurStage: FrameProcessor {
     private var plannedJobs: [(number: Int, job: DetectionJob)] = []
     private var outcomes: [Int: Outcome] = [:]
     private var nextPlanned = 0, nextApplied = 0
+    /// Offline: the passes not yet applied, by number, and the frame taken in when each was planned.
+    private var plannedOn: [(number: Int, frame: Int)] = []
 
     /// Frame counts for logs, tests and benchmarks.
     public struct Counters: Equatable, Sendable {
@@ -468,6 +470,11 @@ public final class FaceBlurStage: FrameProcessor {
             // Offline: wait for the detector rather than guess.
             // Longer than any search interval, or the oldest frame could wait for a frame that cannot come.
             let limit = max(settings.maxQueuedFrames, max(settings.wholeEvery, settings.tileEvery, settings.followEvery) + 4)
+            // What was planned `applyLag` frames ago or earlier is applied first (waiting for it),
+            // so that a face's next follow is planned from its last one.
+            while failure == nil, let oldest = plannedOn.first, oldest.frame <= index - Self.applyLag {
+                if oldest.number < nextApplied { plannedOn.removeFirst() } else { applyNextOutcome() }
+            }
             planAhead()
             while queue.count > limit, failure == nil, let first = queue.first,
                   !(planner?.isSettled(first.index) ?? true) {
@@ -501,6 +508,16 @@ public final class FaceBlurStage: FrameProcessor {
     /// runs a tile. With 2, the crowd clip ran at 24 fps; with 8 at 28, as
     /// fast as recording passes in the order they finished.
     static let planAheadPerWorker = 8
+    /// Offline: frames taken in after a pass was planned by which its
+    /// outcome is applied. Applied only when the oldest frame waited, a
+    /// face's follows (each planned from the last one's outcome) fell
+    /// behind while the decoder filled the delay line: a big face leaving
+    /// the moving clip was next searched for 8 frames after its last
+    /// sighting. Measured offline at trace level, frames hiding beyond faces
+    /// (moving, fixed, crowd) and speed: no lag 14, 13, 11 at 28, 32, 29 fps;
+    /// 1 frame 6, 12, 15 at 27, 28, 22 fps (the decoder waits on every
+    /// pass); 2 frames 2, 7, 15 at 33, 32, 27 fps; 4 frames 10, 6, 11.
+    static let applyLag = 2
 
     /// Streaming thread, under the lock, offline: plans the passes due, up
     /// to `planAheadPerWorker` per detection thread outstanding.
@@ -511,7 +528,8 @@ public final class FaceBlurStage: FrameProcessor {
     /// planned from whatever had been recorded and decoded by then). So the
     /// streaming thread plans every pass and applies every outcome, in the
     /// order planned (`applyNextOutcome`), and only at points fixed by the
-    /// file: after taking in a frame, and while the oldest frame waits.
+    /// file: on taking in a frame, the passes planned `applyLag` frames
+    /// before or earlier; and while the oldest frame waits.
     /// The detection threads only run the networks. The same file is
     /// blurred the same way every time.
     private func planAhead() {
@@ -521,6 +539,7 @@ public final class FaceBlurStage: FrameProcessor {
             case .job(let job):
                 planner?.begin(pass)
                 plannedJobs.append((nextPlanned, job))
+                plannedOn.append((nextPlanned, nextIndex - 1))
                 nextPlanned += 1
                 condition.broadcast()
             case .outsidePicture:
