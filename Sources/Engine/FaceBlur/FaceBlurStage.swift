@@ -199,7 +199,10 @@ public struct FaceBlurSettings: Equatable, Sendable {
 ///   and by motion over the gap, held for `hold` after a miss.
 /// - Live and offline follow the same rules; live is the offline schedule
 ///   with a deadline. Offline (`realTime: false`) the frame path waits for
-///   the detector (at most `maxQueuedFrames` held): nothing is guessed.
+///   the detector (at most `maxQueuedFrames` held): nothing is guessed;
+///   and the searches are planned and their outcomes applied in an order
+///   fixed by the file alone (`planAhead`), so a file is blurred the same
+///   way every time.
 ///   Live, a frame waits at most `maxLatency` (longer than a search cycle,
 ///   so only an overloaded machine reaches it). A frame that must leave
 ///   unsettled is degraded by region, not blacked out: besides the known
@@ -224,7 +227,9 @@ public struct FaceBlurSettings: Equatable, Sendable {
 /// one OpenCV thread); live, one spare-time thread with its own detector
 /// and its own `IdleCPUMeter` (`spareTimeLoop`); shared state (queue,
 /// planner, tracker) under `condition`; a pass copies the luma it needs
-/// under the lock and runs outside it.
+/// under the lock and runs outside it. Offline, only the streaming thread
+/// plans passes and records their outcomes; the detection threads run
+/// the networks on the copies it hands them.
 ///
 /// Measured (720p, this machine, one OpenCV thread): a whole-frame pass
 /// costs ~45 ms at 640 wide (~105 ms at 960), a 480×416 tile ~44 ms, a
