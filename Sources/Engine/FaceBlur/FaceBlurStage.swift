@@ -268,14 +268,14 @@ public final class FaceBlurStage: FrameProcessor {
     private var threads: [Thread] = []
     /// Detection threads still in their loop.
     private var runningWorkers = 0
-    /// Offline: passes planned and not yet taken by a detection thread,
-    /// numbered in the order planned; the outcomes not yet applied, by
-    /// number; the next number to plan and the next to apply (see `planAhead`).
+    /// Offline (see `planAhead`): passes planned and not yet taken by a
+    /// detection thread, numbered in the order planned; their outcomes, by
+    /// number, until applied; the passes not yet applied, oldest first, with
+    /// the frame taken in when each was planned; the next number to plan.
     private var plannedJobs: [(number: Int, job: DetectionJob)] = []
     private var outcomes: [Int: Outcome] = [:]
-    private var nextPlanned = 0, nextApplied = 0
-    /// Offline: the passes not yet applied, by number, and the frame taken in when each was planned.
-    private var plannedOn: [(number: Int, frame: Int)] = []
+    private var unapplied: [(number: Int, frame: Int)] = []
+    private var nextPlanned = 0
 
     /// Frame counts for logs, tests and benchmarks.
     public struct Counters: Equatable, Sendable {
@@ -477,13 +477,11 @@ public final class FaceBlurStage: FrameProcessor {
             let limit = max(settings.maxQueuedFrames, max(settings.wholeEvery, settings.tileEvery, settings.followEvery) + 4)
             // What was planned `applyLag` frames ago or earlier is applied first (waiting for it),
             // so that a face's next follow is planned from its last one.
-            while failure == nil, let oldest = plannedOn.first, oldest.frame <= index - Self.applyLag {
-                if oldest.number < nextApplied { plannedOn.removeFirst() } else { applyNextOutcome() }
-            }
+            while let oldest = unapplied.first, oldest.frame <= index - Self.applyLag, applyNextOutcome() {}
             planAhead()
             while queue.count > limit, failure == nil, let first = queue.first,
                   !(planner?.isSettled(first.index) ?? true) {
-                guard nextPlanned > nextApplied else {
+                guard !unapplied.isEmpty else {
                     // Nothing runs and nothing is due, yet the oldest frame waits: no search will
                     // ever settle it. A planner bug, but a file must not hang on it: the frames
                     // held leave as late ones (what no search vouches for hidden coarsely).
@@ -494,7 +492,7 @@ public final class FaceBlurStage: FrameProcessor {
                     ready += takeReady(force: true)
                     break
                 }
-                applyNextOutcome()
+                guard applyNextOutcome() else { break }
                 planAhead()
             }
         }
@@ -539,12 +537,12 @@ public final class FaceBlurStage: FrameProcessor {
     /// blurred the same way every time.
     private func planAhead() {
         let most = max(1, settings.workers) * Self.planAheadPerWorker
-        while nextPlanned - nextApplied < most, failure == nil, let pass = planner?.nextPass() {
+        while unapplied.count < most, failure == nil, let pass = planner?.nextPass() {
             switch copyRegion(for: pass) {
             case .job(let job):
                 planner?.begin(pass)
                 plannedJobs.append((nextPlanned, job))
-                plannedOn.append((nextPlanned, nextIndex - 1))
+                unapplied.append((nextPlanned, nextIndex - 1))
                 nextPlanned += 1
                 condition.broadcast()
             case .outsidePicture:
@@ -557,12 +555,16 @@ public final class FaceBlurStage: FrameProcessor {
     }
 
     /// Streaming thread, under the lock, offline: waits for the outcome of
-    /// the oldest pass not yet applied, and applies it.
-    private func applyNextOutcome() {
-        while outcomes[nextApplied] == nil, failure == nil, !stopping { condition.wait() }
-        guard let outcome = outcomes.removeValue(forKey: nextApplied) else { return }
-        nextApplied += 1
+    /// the oldest pass not yet applied, and applies it; false when there is
+    /// none, or detection failed or stopped first.
+    @discardableResult
+    private func applyNextOutcome() -> Bool {
+        guard let number = unapplied.first?.number else { return false }
+        while outcomes[number] == nil, failure == nil, !stopping { condition.wait() }
+        guard failure == nil, let outcome = outcomes.removeValue(forKey: number) else { return false }
+        unapplied.removeFirst()
         apply(outcome)
+        return true
     }
 
     /// Under the lock: one more frame not recorded because the stage is behind (`lower_fps`).
@@ -591,20 +593,21 @@ public final class FaceBlurStage: FrameProcessor {
         condition.broadcast()
         if !realTime {
             planAhead()
-            while failure == nil, let last = queue.last, let planner, !planner.isSettled(last.index) || !planner.isSettled(queue[0].index),
-                  nextPlanned > nextApplied {
-                applyNextOutcome()
-                planAhead()
-            }
+            while failure == nil, heldFramesUnsettled(), applyNextOutcome() { planAhead() }
         }
         let deadline = Date().addingTimeInterval(realTime ? 5 : 120)
-        while failure == nil, let last = queue.last, let planner, !planner.isSettled(last.index) || !planner.isSettled(queue[0].index),
-              Date() < deadline {
+        while failure == nil, heldFramesUnsettled(), Date() < deadline {
             _ = condition.wait(until: deadline)
         }
         let ready = takeReady(force: true)
         condition.unlock()
         return finish(ready)
+    }
+
+    /// Under the lock: whether the oldest or the newest frame held still waits for a search.
+    private func heldFramesUnsettled() -> Bool {
+        guard let first = queue.first, let last = queue.last, let planner else { return false }
+        return !planner.isSettled(first.index) || !planner.isSettled(last.index)
     }
 
     /// What to do to a frame before it leaves.

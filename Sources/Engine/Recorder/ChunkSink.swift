@@ -424,17 +424,15 @@ final class ChunkSink {
         let plausible = endNs > fragment.startNs && endNs - fragment.startNs < longest
         let lastOfStream: Bool
         if case .stopped? = ending, isLast { lastOfStream = true } else { lastOfStream = false }
-        // After a stop, a chunk that is not the last but whose successor's start is not known yet
-        // (its opening message not handled yet) has only the close message's running time to end at.
-        let endUnsure: Bool
-        if case .stopped? = ending, !isLast, successorStart == nil { endUnsure = true } else { endUnsure = false }
-        // Such a chunk and the last chunk of a stopped stream are measured: their ends were inferred from
-        // the frames pushed and the close message's running time, which a stop while the privacy stage
-        // still held frames back can get wrong (under load a 2 s chunk was catalogued 1.13 s, once as
-        // the last, and once, in CI, with its successor not known yet).
+        // After a stop, a chunk with no successor start known (the last, or one whose successor's
+        // opening message is not handled yet) is measured: its end was inferred from the frames pushed
+        // and the close message's running time, which a stop while the privacy stage still held frames
+        // back can get wrong (under load a 2 s chunk was catalogued 1.13 s, once as the last, and once,
+        // in CI, with its successor not known yet).
+        let measured: Bool
+        if case .stopped? = ending, successorStart == nil { measured = true } else { measured = false }
         return .finished(Closing(fragment: fragment, partialPath: location, endNs: endNs, stats: stats,
-                                 verify: verifyBeforeFinalizing || !plausible || lastOfStream || endUnsure,
-                                 endsWithMedia: lastOfStream || endUnsure,
+                                 verify: verifyBeforeFinalizing || !plausible || measured, endsWithMedia: measured,
                                  storage: storage, logger: logger, probe: probe,
                                  job: companionJob(for: fragment, endNs: endNs, lastOfStream: lastOfStream)))
     }

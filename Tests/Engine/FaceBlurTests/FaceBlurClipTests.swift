@@ -183,7 +183,7 @@ final class FaceBlurClipTests: XCTestCase {
             let output = dir.file("crossing-\(seed).mp4")
             let report = try OfflineBlur.run(input: input.path, output: output.path,
                                              settings: FaceBlurSettings(modelPath: faceModelPath, offline: true),
-                                             makeDetector: { try JitteredDetector($0, seed: seed) })
+                                             makeDetector: { try LiveFaceBlurTests.ImpairedDetector($0, delays: Self.randomDelays(seed: seed)) })
             XCTAssertGreaterThan(report.counters.followPasses, 20, "the faces were followed: \(report.counters)")
             outputs.append(try decodeFrames(output))
         }
@@ -192,24 +192,12 @@ final class FaceBlurClipTests: XCTestCase {
         XCTAssertEqual(differing, [], "frames that differ between the two runs")
     }
 
-    /// The real detector, taking a random 0–20 ms more per search (the same sequence for the same seed).
-    final class JitteredDetector: FaceDetecting {
-        let real: FaceDetector
-        private var random: UInt64
-        private let lock = NSLock()
-        init(_ settings: FaceBlurSettings, seed: UInt64) throws {
-            real = try FaceDetector(modelPath: settings.modelPath, threads: settings.threads)
-            random = seed
-        }
-        func detect(luma: UnsafePointer<UInt8>, width: Int, height: Int, stride: Int, region: FaceRect,
-                    input: (width: Int, height: Int), keepAspect: Bool, threshold: Float) throws -> [FaceDetection] {
-            let delay = lock.withLock { () -> Double in
-                random = random &* 6364136223846793005 &+ 1442695040888963407   // a linear congruential step
-                return Double((random >> 33) % 1000) / 1000 * 0.02
-            }
-            Thread.sleep(forTimeInterval: delay)
-            return try real.detect(luma: luma, width: width, height: height, stride: stride, region: region,
-                                   input: input, keepAspect: keepAspect, threshold: threshold)
+    /// A random 0–20 ms per search, the same sequence for the same seed (a linear congruential generator).
+    static func randomDelays(seed: UInt64) -> () -> Double {
+        var state = seed
+        return {
+            state = state &* 6364136223846793005 &+ 1442695040888963407
+            return Double((state >> 33) % 1000) / 1000 * 0.02
         }
     }
 

@@ -67,22 +67,26 @@ final class LiveFaceBlurTests: XCTestCase {
 
     struct InjectedFailure: Error {}
 
-    /// The real detector, slowed down (an overloaded machine), or failing after `failAfter` passes.
+    /// The real detector, slowed down (an overloaded machine, or `delays` per search), or failing
+    /// after `failAfter` passes. One per detection thread (its state is not shared).
     final class ImpairedDetector: FaceDetecting {
         let real: FaceDetector
-        let delay: Double
+        let delays: () -> Double
         let failAfter: Int?
         private var passes = 0
-        init(_ settings: FaceBlurSettings, delay: Double, failAfter: Int? = nil) throws {
+        init(_ settings: FaceBlurSettings, delays: @escaping () -> Double, failAfter: Int? = nil) throws {
             real = try FaceDetector(modelPath: settings.modelPath, threads: settings.threads)
-            self.delay = delay
+            self.delays = delays
             self.failAfter = failAfter
+        }
+        convenience init(_ settings: FaceBlurSettings, delay: Double, failAfter: Int? = nil) throws {
+            try self.init(settings, delays: { delay }, failAfter: failAfter)
         }
         func detect(luma: UnsafePointer<UInt8>, width: Int, height: Int, stride: Int, region: FaceRect,
                     input: (width: Int, height: Int), keepAspect: Bool, threshold: Float) throws -> [FaceDetection] {
             passes += 1
             if let failAfter, passes > failAfter { throw InjectedFailure() }
-            Thread.sleep(forTimeInterval: delay)
+            Thread.sleep(forTimeInterval: delays())
             return try real.detect(luma: luma, width: width, height: height, stride: stride, region: region,
                                    input: input, keepAspect: keepAspect, threshold: threshold)
         }
