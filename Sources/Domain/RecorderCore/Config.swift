@@ -103,6 +103,10 @@ public struct RecorderConfig: Equatable, Sendable {
         /// What runs CenterFace: "auto" (ONNX Runtime where installed, else
         /// OpenCV DNN), "onnxruntime" or "opencv".
         public var runtime: String = "auto"
+        /// Which searches run CenterFace in 8-bit integers: "auto" (tiles and
+        /// follows, where ONNX Runtime and the quantised model are installed)
+        /// or "float" (none).
+        public var precision: String = "auto"
         /// Live: how much the spare-time tiles are enlarged (searched only
         /// with CPU the machine leaves idle; 0: none).
         public var spareTileScale: Double = 1.5
@@ -255,6 +259,7 @@ public enum ConfigLoader {
         Key(name: "privacy.follow_network", kind: .string),
         Key(name: "privacy.yunet_threshold", kind: .number),
         Key(name: "privacy.runtime", kind: .string),
+        Key(name: "privacy.precision", kind: .string),
         Key(name: "privacy.spare_tile_scale", kind: .number),
         Key(name: "privacy.follow_every", kind: .integer),
         Key(name: "privacy.max_latency_ms", kind: .integer),
@@ -386,6 +391,10 @@ public enum ConfigLoader {
         guard ["auto", "onnxruntime", "opencv"].contains(runtime) else {
             throw ConfigError("\(reader.origin("privacy.runtime")): privacy.runtime = \"\(runtime)\" is not allowed; use \"auto\", \"onnxruntime\" or \"opencv\"")
         }
+        let precision = try reader.string("privacy.precision", default: "auto")
+        guard ["auto", "float"].contains(precision) else {
+            throw ConfigError("\(reader.origin("privacy.precision")): privacy.precision = \"\(precision)\" is not allowed; use \"auto\" or \"float\"")
+        }
         let followEvery = try reader.integer("privacy.follow_every", default: 8, range: 1...30)
         let maxLatencyMs = try reader.integer("privacy.max_latency_ms", default: 2500, range: 50...10_000)
         let whenBehind = try reader.string("privacy.when_behind", default: "pixelate")
@@ -432,7 +441,7 @@ public enum ConfigLoader {
                            holdMs: holdMs, detectWidth: detectWidth, wholeEvery: wholeEvery, tileEvery: tileEvery,
                            followEvery: followEvery, maxLatencyMs: maxLatencyMs, whenBehind: whenBehind,
                            tileScale: tileScale, followNetwork: followNetwork, yuNetThreshold: yuNetThreshold,
-                           runtime: runtime, spareTileScale: spareTileScale),
+                           runtime: runtime, precision: precision, spareTileScale: spareTileScale),
             pipelineVariables: variables,
             sourceFile: file)
         for key in ["recording.pipeline", "privacy.model"] where reader.has(key) {

@@ -19,6 +19,7 @@ extension FaceBlurSettings {
         followNetwork = FaceNetwork(rawValue: privacy.followNetwork) ?? .centerFace
         yuNetThreshold = Float(privacy.yuNetThreshold)
         runtime = InferenceRuntime(rawValue: privacy.runtime) ?? .auto
+        precision = SearchPrecision(rawValue: privacy.precision) ?? .auto
         if !offline { spareTileScale = privacy.spareTileScale }
         maxQueuedFrames = max(wholeEvery, tileEvery) + 16
     }

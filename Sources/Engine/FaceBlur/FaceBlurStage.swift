@@ -29,6 +29,8 @@ public struct FaceBlurSettings: Equatable, Sendable {
     public var modelPath: String
     /// What runs CenterFace: ONNX Runtime where installed (`auto`), else OpenCV DNN.
     public var runtime = InferenceRuntime.auto
+    /// Which searches run CenterFace quantised to 8-bit integers.
+    public var precision = SearchPrecision.auto
     public var mode: Mode = .pixelate
     /// CenterFace heatmap threshold; lower finds more faces (and a few non-faces).
     public var threshold: Float = 0.3
@@ -242,10 +244,17 @@ public final class FaceBlurStage: FrameProcessor {
     public let settings: FaceBlurSettings
     private let realTime: Bool
     private let logger: Logger
-    /// Each detection thread's detectors: CenterFace, and YuNet when follows run on it first.
+    /// Each detection thread's detectors: CenterFace for whole frames, the
+    /// one for tiles and follows (CenterFace in 8-bit integers where
+    /// installed, else the same), and YuNet when follows run on it first.
     private struct Detectors {
         var centerFace: any FaceDetecting
+        var tilesAndFollows: any FaceDetecting
         var yuNet: (any FaceDetecting)?
+
+        func centerFace(for kind: DetectionPlanner.Kind) -> any FaceDetecting {
+            kind == .whole ? centerFace : tilesAndFollows
+        }
     }
     private let detectors: [Detectors]
     /// The spare-time thread's detector (`spareTileScale`, live only).
@@ -381,6 +390,19 @@ public final class FaceBlurStage: FrameProcessor {
             }
             return { _ in try FaceDetector(sharing: shared) }
         }()
+        let quantized = try makeDetector != nil || settings.precision == .float ? nil
+            : FaceDetector.SharedNets.quantized(besideModel: settings.modelPath, runtime: settings.runtime)
+        if makeDetector == nil {
+            switch (settings.precision, quantized) {
+            case (.float, _): logger.info("face detection runs in floating point (privacy.precision = \"float\")")
+            case (_, nil): logger.info("face detection runs in floating point: \(FaceDetector.quantizedModelName) is not installed beside the model, or ONNX Runtime is not used")
+            case (_, .some): logger.info("tiles and follows run on \(FaceDetector.quantizedModelName) (8-bit integers), whole frames in floating point")
+            }
+        }
+        let makeTilesAndFollows: (any FaceDetecting) throws -> any FaceDetecting = { centerFace in
+            guard let quantized else { return centerFace }
+            return try FaceDetector(sharing: quantized)
+        }
         let yuNetPath = settings.yuNetLibraryPath
             ?? ((settings.modelPath as NSString).deletingLastPathComponent as NSString).appendingPathComponent(YuNetDetector.libraryName)
         detectors = try (0..<workers).map { _ in
@@ -388,10 +410,13 @@ public final class FaceBlurStage: FrameProcessor {
             // A test that asks for YuNet with its own detector gets that detector for it too.
             let yuNet: (any FaceDetecting)? = settings.followNetwork != .yuNet ? nil
                 : makeDetector != nil ? centerFace : try YuNetDetector(libraryPath: yuNetPath)
-            return Detectors(centerFace: centerFace, yuNet: yuNet)
+            return Detectors(centerFace: centerFace, tilesAndFollows: try makeTilesAndFollows(centerFace), yuNet: yuNet)
         }
         // Spare-time tiles are CenterFace searches only.
-        spareDetectors = spareTime ? Detectors(centerFace: try make(settings), yuNet: nil) : nil
+        spareDetectors = try spareTime ? {
+            let centerFace = try make(settings)
+            return Detectors(centerFace: centerFace, tilesAndFollows: try makeTilesAndFollows(centerFace), yuNet: nil)
+        }() : nil
         runningWorkers = detectors.count + (spareDetectors == nil ? 0 : 1)
         for (i, detector) in detectors.enumerated() {
             start("face-detection-\(i + 1)") { [weak self] in self?.detectionLoop(detector) }
@@ -873,7 +898,7 @@ public final class FaceBlurStage: FrameProcessor {
             try job.luma.withUnsafeBufferPointer { luma in
                 let whole = FaceRect(x: 0, y: 0, width: Double(job.width), height: Double(job.height))
                 let onCenterFace = {
-                    try detectors.centerFace.detect(luma: luma.baseAddress!, width: job.width, height: job.height, stride: job.width,
+                    try detectors.centerFace(for: job.pass.kind).detect(luma: luma.baseAddress!, width: job.width, height: job.height, stride: job.width,
                                                     region: whole, input: job.pass.input, keepAspect: job.pass.keepAspect,
                                                     threshold: self.settings.threshold)
                 }

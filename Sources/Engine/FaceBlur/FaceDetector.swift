@@ -74,6 +74,17 @@ public enum InferenceRuntime: String, Sendable, CaseIterable {
     case openCV = "opencv"
 }
 
+/// Which searches run CenterFace quantised to 8-bit integers
+/// (`FaceDetector.quantizedModelName`).
+public enum SearchPrecision: String, Sendable, CaseIterable {
+    /// Tiles and follows in 8-bit integers where ONNX Runtime and the
+    /// quantised model are installed; whole frames always in floating point
+    /// (quantised, they found a large false face on one clip: docs/privacy.md).
+    case auto
+    /// Every search in floating point.
+    case float
+}
+
 /// CenterFace, run by ONNX Runtime or OpenCV DNN (`FaceDetectorSupport`).
 ///
 /// Threading: not thread-safe; one thread uses a detector (the stage's
@@ -87,6 +98,9 @@ public final class FaceDetector: FaceDetecting {
     public static let onnxRuntimeLibraryName = "libonnxruntime.so.1.32.0"
     /// CenterFace with dynamic input sizes, which ONNX Runtime needs, written beside the model by the same script.
     public static let dynamicModelName = "centerface-dynamic.onnx"
+    /// The same network quantised to 8-bit integers (about twice as fast on a
+    /// CPU with VNNI), written and checked by the same script; ONNX Runtime only.
+    public static let quantizedModelName = "centerface-int8.onnx"
 
     /// Loads the model (`runtime`: see `SharedNets`); throws with the reason
     /// when it is missing or unreadable. On OpenCV the detector keeps a
@@ -147,6 +161,18 @@ public final class FaceDetector: FaceDetecting {
         public convenience init(modelPath: String, threads: Int = 2, sharers: Int, runtime: InferenceRuntime = .auto) throws {
             try self.init(modelPath: modelPath, threads: threads, sharers: sharers,
                           resolved: FaceDetector.resolve(modelPath: modelPath, runtime: runtime))
+        }
+
+        /// The 8-bit model installed beside `modelPath`, in ONNX Runtime; nil
+        /// when it is not installed or the network runs on OpenCV DNN.
+        public static func quantized(besideModel modelPath: String, runtime: InferenceRuntime = .auto) throws -> SharedNets? {
+            guard case .onnxRuntime(let library, let dynamicModel) = try FaceDetector.resolve(modelPath: modelPath, runtime: runtime) else {
+                return nil
+            }
+            let quantized = ((dynamicModel as NSString).deletingLastPathComponent as NSString).appendingPathComponent(quantizedModelName)
+            guard FileManager.default.isReadableFile(atPath: quantized) else { return nil }
+            return try SharedNets(modelPath: modelPath, threads: 1, sharers: 1,
+                                  resolved: .onnxRuntime(library: library, dynamicModel: quantized))
         }
 
         fileprivate init(modelPath: String, threads: Int, sharers: Int, resolved: ResolvedRuntime) throws {

@@ -110,6 +110,8 @@ final class ConfigTests: XCTestCase {
                         contains: ["$FILE:4", "privacy.yunet_threshold", "out of range"])
         try assertError("[recording]\npipeline = \"p\"\n[privacy]\nruntime = \"tensorflow\"",
                         contains: ["$FILE:4", "privacy.runtime", "\"tensorflow\"", "\"auto\", \"onnxruntime\" or \"opencv\""])
+        try assertError("[recording]\npipeline = \"p\"\n[privacy]\nprecision = \"int4\"",
+                        contains: ["$FILE:4", "privacy.precision", "\"int4\"", "\"auto\" or \"float\""])
         try assertError("[recording]\npipeline = \"p\"\n[privacy]\nspare_tile_scale = 0.5",
                         contains: ["$FILE:4", "privacy.spare_tile_scale", "must be 0 (no spare-time tiles) or from 1 to 3"])
         try assertError("[recording]\npipeline = \"p\"", overrides: ["nonsense"], contains: ["section.key=value"])

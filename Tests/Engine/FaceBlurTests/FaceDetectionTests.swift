@@ -76,6 +76,47 @@ final class FaceDetectionTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(faces, 8, "the group photo's faces over the four passes")
     }
 
+    /// The 8-bit network (`scripts/fetch-face-model` quantises it, the stage
+    /// runs tiles and follows on it) finds what the float one finds on the
+    /// tile and follow passes: on the group photo, and on a photo left out of
+    /// its calibration (biden.jpg) cut into a tile and a follow square.
+    func testEightBitNetworkFindsWhatTheFloatOneFinds() throws {
+        let quantized = try XCTUnwrap(FaceDetector.SharedNets.quantized(besideModel: faceModelPath),
+                                      "\(FaceDetector.quantizedModelName) beside \(faceModelPath) (scripts/fetch-face-model)")
+        let eightBit = try FaceDetector(sharing: quantized)
+        let float = try FaceDetector(modelPath: faceModelPath, runtime: .onnxRuntime)
+        let group = try XCTUnwrap(decodeFrames(try testAsset("t1.jpg")).first)
+        let biden = try XCTUnwrap(decodeFrames(try testAsset("biden.jpg")).first)
+        let (bw, bh) = (Double(biden.width), Double(biden.height))
+        let cases: [(image: RawImage, region: FaceRect, input: (width: Int, height: Int))] =
+            groupPhotoPasses(width: group.width, height: group.height).dropFirst().map { (group, $0.region, $0.input) } + [
+                (biden, FaceRect(x: 0, y: 0, width: bw, height: bh), (480, 416)),
+                (biden, FaceRect(x: bw * 0.25, y: 0, width: bw * 0.5, height: bw * 0.5), (96, 96)),
+            ]
+        var sure = 0
+        for (i, c) in cases.enumerated() {
+            let (reference, found) = try c.image.y.withUnsafeBufferPointer { y in
+                try [float, eightBit].map {
+                    try $0.detect(luma: y.baseAddress!, width: c.image.width, height: c.image.height, stride: c.image.width,
+                                  region: c.region, input: c.input, keepAspect: true, threshold: 0.3)
+                }.pair
+            }
+            func matched(_ face: FaceDetection, in others: [FaceDetection]) -> Bool {
+                others.contains { $0.rect.intersectionOverUnion(face.rect) > 0.5 }
+            }
+            for face in reference where face.score >= 0.5 {
+                XCTAssertTrue(matched(face, in: found), "pass \(i): \(face.rect) (\(face.score)) missed in 8 bits: \(found.map(\.rect))")
+                sure += 1
+            }
+            for face in found where face.score >= 0.5 {
+                XCTAssertTrue(matched(face, in: reference), "pass \(i): \(face.rect) (\(face.score)) found in 8 bits only")
+            }
+        }
+        XCTAssertGreaterThanOrEqual(sure, 6, "faces the float network is sure of over the passes")
+        // On OpenCV DNN there is no 8-bit network.
+        XCTAssertNil(try FaceDetector.SharedNets.quantized(besideModel: faceModelPath, runtime: .openCV))
+    }
+
     /// Asked for by name, ONNX Runtime's missing files are an error naming
     /// them; `auto` falls back to OpenCV and says why.
     func testMissingONNXRuntimeIsAClearErrorOrAnAnnouncedFallback() throws {
