@@ -396,12 +396,12 @@ public final class FaceBlurStage: FrameProcessor {
             switch (settings.precision, quantized) {
             case (.float, _): logger.info("face detection runs in floating point (privacy.precision = \"float\")")
             case (_, nil): logger.info("face detection runs in floating point: \(FaceDetector.quantizedModelName) is not installed beside the model, or ONNX Runtime is not used")
-            case (_, .some): logger.info("tiles and follows run on \(FaceDetector.quantizedModelName) (8-bit integers), whole frames in floating point")
+            case (_, .some): logger.info("tiles and follows run on \(FaceDetector.quantizedModelName) (8-bit integers; what it is unsure of searched again in floating point), whole frames in floating point")
             }
         }
         let makeTilesAndFollows: (any FaceDetecting) throws -> any FaceDetecting = { centerFace in
             guard let quantized else { return centerFace }
-            return try FaceDetector(sharing: quantized)
+            return ScreenedDetector(screen: try FaceDetector(sharing: quantized), reference: centerFace)
         }
         let yuNetPath = settings.yuNetLibraryPath
             ?? ((settings.modelPath as NSString).deletingLastPathComponent as NSString).appendingPathComponent(YuNetDetector.libraryName)

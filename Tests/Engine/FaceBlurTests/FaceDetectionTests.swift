@@ -117,6 +117,36 @@ final class FaceDetectionTests: XCTestCase {
         XCTAssertNil(try FaceDetector.SharedNets.quantized(besideModel: faceModelPath, runtime: .openCV))
     }
 
+    /// What the fast network is unsure of is the float network's call: an
+    /// unsure find on the astronaut's face is kept (with the float box), an
+    /// unsure find on the wall behind her is dropped, a sure one is kept as is.
+    func testUnsureFindsOfTheScreenAreSettledByTheReference() throws {
+        let astronaut = try XCTUnwrap(decodeFrames(try testAsset("astronaut.png")).first)
+        let face = FaceRect(x: 183, y: 45, width: 86, height: 135)
+        let wall = FaceRect(x: 20, y: 300, width: 90, height: 120)
+        let elsewhere = FaceRect(x: 400, y: 380, width: 60, height: 80)
+        final class Scripted: FaceDetecting {
+            let faces: [FaceDetection]
+            init(_ faces: [FaceDetection]) { self.faces = faces }
+            func detect(luma: UnsafePointer<UInt8>, width: Int, height: Int, stride: Int, region: FaceRect,
+                        input: (width: Int, height: Int), keepAspect: Bool, threshold: Float) throws -> [FaceDetection] { faces }
+        }
+        let screened = ScreenedDetector(
+            screen: Scripted([FaceDetection(rect: face, score: 0.4), FaceDetection(rect: wall, score: 0.34),
+                              FaceDetection(rect: elsewhere, score: 0.9)]),
+            reference: try FaceDetector(modelPath: faceModelPath))
+        let whole = FaceRect(x: 0, y: 0, width: Double(astronaut.width), height: Double(astronaut.height))
+        let found = try astronaut.y.withUnsafeBufferPointer {
+            try screened.detect(luma: $0.baseAddress!, width: astronaut.width, height: astronaut.height, stride: astronaut.width,
+                                region: whole, input: (480, 480), keepAspect: true, threshold: 0.3)
+        }
+        XCTAssertEqual(found.count, 2, "\(found.map(\.rect))")
+        XCTAssertTrue(found.contains { $0.rect == elsewhere && $0.score == 0.9 }, "the sure find, untouched: \(found.map(\.rect))")
+        let settled = try XCTUnwrap(found.first { $0.rect.intersectionOverUnion(face) > 0.5 }, "\(found.map(\.rect))")
+        XCTAssertNotEqual(settled.rect, face, "the float network's box replaces the unsure one")
+        XCTAssertFalse(found.contains { $0.rect.intersectionOverUnion(wall) > 0 }, "\(found.map(\.rect))")
+    }
+
     /// Asked for by name, ONNX Runtime's missing files are an error naming
     /// them; `auto` falls back to OpenCV and says why.
     func testMissingONNXRuntimeIsAClearErrorOrAnAnnouncedFallback() throws {
