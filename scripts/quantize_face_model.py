@@ -79,7 +79,7 @@ def searches(plane):
     tile = plane[h // 5:h - h // 5, w // 5:w - w // 5]
     follows = [plane[(h - s) // 2:(h + s) // 2, (w - s) // 2:(w + s) // 2] for s in (side // 2, side // 3)]
     follows.append(plane[h // 3 - side // 6:h // 3 + side // 6, w // 3 - side // 6:w // 3 + side // 6])
-    cuts = [(resize(plane, 640, whole_height)), resize(tile, 736, 608)] + [resize(f, 96, 96) for f in follows]
+    cuts = [resize(plane, 640, whole_height), resize(tile, 736, 608)] + [resize(f, 96, 96) for f in follows]
     return [np.repeat(cut[None, None], 3, axis=1) for cut in cuts]
 
 

@@ -259,8 +259,8 @@ public final class FaceDetector: FaceDetecting {
 
 /// A fast network screens, the reference network settles what it is unsure
 /// of: each face the screen finds below `sure` is searched for again by the
-/// reference on a square around it (2.5 times its size, at 96 × 96, as a
-/// follow) and kept only where the reference finds a face there, with the
+/// reference on a square around it (the size and input of a follow: 2.5
+/// times its size, at 96 × 96) and kept only where the reference finds a face there, with the
 /// reference's box. CenterFace in 8 bits scores some non-faces just above
 /// the threshold (a 200 × 240 "face" at 0.34 where the float network gives
 /// 0.14: docs/privacy.md), so its unsure finds are the float network's call.
@@ -270,6 +270,8 @@ public final class ScreenedDetector: FaceDetecting {
     private let screen: any FaceDetecting
     private let reference: any FaceDetecting
     private let sure: Float
+    /// The square and input size of a follow (`DetectionPlanner.Settings`).
+    private static let follow = DetectionPlanner.Settings()
 
     public init(screen: any FaceDetecting, reference: any FaceDetecting, sure: Float = 0.5) {
         self.screen = screen
@@ -284,11 +286,12 @@ public final class ScreenedDetector: FaceDetecting {
                                       input: input, keepAspect: keepAspect, threshold: threshold)
         var faces = found.filter { $0.score >= sure }
         for unsure in found where unsure.score < sure {
-            let side = max(unsure.rect.width, unsure.rect.height) * 2.5
+            let side = max(unsure.rect.width, unsure.rect.height) * Self.follow.followScale
             let (cx, cy) = unsure.rect.center
             let square = FaceRect(x: (cx - side / 2).rounded(), y: (cy - side / 2).rounded(), width: side.rounded(), height: side.rounded())
             let settled = try reference.detect(luma: luma, width: width, height: height, stride: stride, region: square,
-                                               input: (96, 96), keepAspect: true, threshold: threshold)
+                                               input: (Self.follow.followInput, Self.follow.followInput), keepAspect: true,
+                                               threshold: threshold)
             for face in settled where face.rect.intersectionOverUnion(unsure.rect) > 0.3
                 && !faces.contains(where: { $0.rect.intersectionOverUnion(face.rect) > 0.5 }) {
                 faces.append(face)
