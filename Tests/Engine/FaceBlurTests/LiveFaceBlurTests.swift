@@ -1,4 +1,5 @@
 import GLibSupport
+import Logging
 import GStreamerSupport
 import XCTest
 @testable import FaceBlur
@@ -16,7 +17,9 @@ final class LiveFaceBlurTests: XCTestCase {
                             makeDetector: ((FaceBlurSettings) throws -> any FaceDetecting)? = nil) throws -> (Recorder, Stages) {
         let stages = Stages()
         let recorder = try Recorder(config: config, makeProcessor: { config in
-            let stage = try FaceBlurStage(settings: FaceBlurSettings(config.privacy), realTime: true, spareCPU: spareCPU,
+            var logger = Logger(label: "test.faceblur")
+            if ProcessInfo.processInfo.environment["ALLSPARK_DEBUG_CLIPS"] != nil { logger.logLevel = .trace }
+            let stage = try FaceBlurStage(settings: FaceBlurSettings(config.privacy), realTime: true, logger: logger, spareCPU: spareCPU,
                                           makeDetector: makeDetector)
             stages.all.append(stage)
             return stage
@@ -252,7 +255,7 @@ final class LiveFaceBlurTests: XCTestCase {
 
     func testLowerFPSRecordsOnlyFramesSearchedCompletelyWithTrueTimestamps() throws {
         let dir = TemporaryDirectory()
-        let (clip, _, _) = try walkingFaceClip(in: dir)
+        let (clip, input, faces) = try walkingFaceClip(in: dir)
         let storage = TemporaryDirectory()
         let config = try testConfig(storage: storage.path, extra: [
             "privacy.face_blur=true", "privacy.model=\(faceModelPath)", "recording.pipeline=\(repoPath("pipelines/file.pipeline"))",
@@ -263,7 +266,8 @@ final class LiveFaceBlurTests: XCTestCase {
         // and a frame may wait 600 ms: the stage can search some frames completely in time, not all.
         let (recorder, stages) = try recorderWithStages(config) { try ImpairedDetector($0, delay: 0.05) }
         try recorder.start()
-        runMainLoop(seconds: 5.5)
+        // The whole clip, however long the start takes on a loaded machine.
+        XCTAssertTrue(waitOnMainLoop(60) { recorder.frameStatistics.captured >= Self.clipFrames }, "\(recorder.frameStatistics)")
         XCTAssertTrue(stopAndWait(recorder))
         let counters = try XCTUnwrap(stages.last).counters
         let stats = recorder.frameStatistics
@@ -286,14 +290,32 @@ final class LiveFaceBlurTests: XCTestCase {
         }
         // Frames left out between two recorded ones show as gaps in time (on a machine this slow they may all be at the end).
         XCTAssertLessThanOrEqual(gaps, counters.skipped)
-        // No recorded frame shows the face.
+        // No recorded frame shows the face: the network does not find it where it is, and its detail is gone.
+        // (Anywhere else is not the face: the pixelated face over the astronaut's collar is found as a
+        // "face" 60 px below hers now and then, at 0.5.) The clip frame a recorded one shows: the first by
+        // its picture, the rest by their true timestamps from it.
+        let first = try XCTUnwrap(output.first)
+        let distances = input.map { meanDifference($0, first.image, excluding: []) }
+        let start = try XCTUnwrap(distances.indices.min { distances[$0] < distances[$1] })
         let detector = try FaceDetector(modelPath: faceModelPath)
+        var faceFrames = 0
         for (i, frame) in output.enumerated() {
+            let k = start + Int((Double(frame.time - first.time) / period).rounded())
+            guard faces.indices.contains(k) else { XCTFail("recorded frame \(i) at \(frame.time / 1_000_000) ms is not of the clip"); continue }
+            let face = faces[k]
+            guard let visible = face.clipped(width: frame.image.width, height: frame.image.height),
+                  Double((visible.x1 - visible.x0) * (visible.y1 - visible.y0)) >= 0.3 * face.area else { continue }
+            faceFrames += 1
             let found = try frame.image.y.withUnsafeBufferPointer {
                 try detector.detect(luma: $0.baseAddress!, width: frame.image.width, height: frame.image.height, stride: frame.image.width,
                                     inputWidth: 640, threshold: 0.5)
             }
-            XCTAssertTrue(found.isEmpty, "recorded frame \(i): a face is still found: \(found.map(\.rect))")
+            let truth = FaceRect(x: face.x, y: face.y, width: face.width, height: face.height)
+            XCTAssertFalse(found.contains { $0.rect.intersectionOverUnion(truth) > 0.3 },
+                           "recorded frame \(i) (clip frame \(k)): the face is still found: \(found.map(\.rect))")
+            let before = detail(of: input[k], in: face) ?? 0, after = detail(of: frame.image, in: face) ?? 0
+            XCTAssertLessThan(after, 0.5 * before, "recorded frame \(i) (clip frame \(k)): the face kept its detail")
         }
+        XCTAssertGreaterThan(faceFrames, 0, "recorded frames with the face were judged")
     }
 }
