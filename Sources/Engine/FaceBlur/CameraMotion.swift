@@ -384,6 +384,10 @@ struct CameraTracker {
     private var keyToPrevious = Similarity.identity
     private var lastStep = Similarity.identity
     private var sinceKey = 0
+    /// Frames in a row given the last step because no fit told their motion (`maxExtrapolated`).
+    private var extrapolated = 0
+    /// Steps measured as motion since the camera last stood still (or no fit told).
+    private var movingSteps = 0
 
     init(first blocks: [UInt8], width: Int, height: Int) {
         estimator = CameraMotion(frameWidth: width, height: height)
@@ -402,7 +406,8 @@ struct CameraTracker {
         if sinceKey > 0, let m = estimator.motion(from: key, to: blocks, guess: lastStep.after(keyToPrevious)), m != .identity {
             let step = m.after(keyToPrevious.inverse)
             if Self.isPlausible(step) {
-                (keyToPrevious, lastStep, sinceKey) = (m, step, sinceKey + 1)
+                (keyToPrevious, lastStep, sinceKey, extrapolated) = (m, step, sinceKey + 1, 0)
+                movingSteps += 1
                 if sinceKey >= Self.keyEvery || abs(m.scale - 1) > 0.1 || abs(m.angle) > 0.1 {
                     (key, keyToPrevious, sinceKey) = (blocks, .identity, 0)
                 }
@@ -411,13 +416,34 @@ struct CameraTracker {
         }
         // From scratch against the previous frame: the camera changed pace (a whip-pan starting or
         // stopping), or the key frame no longer matches.
-        if let m = estimator.motion(from: previous, to: blocks), m != .identity, Self.isPlausible(m) {
-            (key, keyToPrevious, lastStep, sinceKey) = (previous, m, m, 1)
+        let fromScratch = estimator.motion(from: previous, to: blocks)
+        if let m = fromScratch, m != .identity, Self.isPlausible(m) {
+            (key, keyToPrevious, lastStep, sinceKey, extrapolated) = (previous, m, m, 1, 0)
+            movingSteps += 1
             return m
         }
-        (key, keyToPrevious, lastStep, sinceKey) = (blocks, .identity, .identity, 0)
+        if fromScratch == nil, movingSteps >= Self.movingStepsToExtrapolate, extrapolated < Self.maxExtrapolated {
+            // No answer at all (too little texture or agreement: motion blur, dusk's noise) while the
+            // camera was moving: it most likely still is, at the pace it had. Read as standing still,
+            // such a frame put every region a whole step behind its face from there on, and counted
+            // the camera as still in mid-move (the moving clip: 4 frames of a push-in and a pan, at
+            // 17–62 px a step; each was followed by regions hiding beyond their faces).
+            extrapolated += 1
+            // The next frame is searched around this step, from this frame.
+            (key, keyToPrevious, sinceKey) = (blocks, .identity, 1)
+            return lastStep
+        }
+        (key, keyToPrevious, lastStep, sinceKey, extrapolated, movingSteps) = (blocks, .identity, .identity, 0, 0, 0)
         return .identity
     }
+
+    /// Frames in a row whose motion no fit could tell that take the last step measured, at most:
+    /// beyond a moment the camera may have stopped, and standing still is the answer again.
+    static let maxExtrapolated = 2
+    /// Steps measured as motion in a row before a frame no fit can tell takes the last one: a camera
+    /// on a move, not one misread step (a fixed camera's big walkers now and then fit a motion of
+    /// their own; carried on, the demo's fixed camera read as moving on 16 of 80 frames, not 6).
+    static let movingStepsToExtrapolate = 2
 
     /// No faster zoom or roll than a hand gives a camera (a whip-pan rolls it by a few degrees a frame;
     /// pulling back while panning fast, the `moving` clip zooms out by 6 % a frame):

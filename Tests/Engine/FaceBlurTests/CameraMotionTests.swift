@@ -61,6 +61,36 @@ final class CameraMotionTests: XCTestCase {
         XCTAssertEqual(motion.shift(from: before, to: after).dx, 0, accuracy: 1, "a moving person is not a moving camera")
     }
 
+    /// A frame whose motion no fit can tell (flat here, as motion blur or dusk's noise leave one) in
+    /// the middle of a pan takes the pan's last step, not a stop: read as still, such a frame put
+    /// every region a step behind its face from there on (the moving clip, offline: frames hiding
+    /// beyond faces 9 → 3). A still camera stays still, and after `maxExtrapolated` such frames in
+    /// a row the camera is taken to have stopped.
+    func testAFrameNoFitCanTellContinuesThePanItIsIn() {
+        let flat = [UInt8](repeating: 90, count: (Self.width / 8) * (Self.height / 8))
+        func steps(_ frames: [[UInt8]]) -> [Double] {
+            var tracker = CameraTracker(first: frames[0], width: Self.width, height: Self.height)
+            return frames.dropFirst().map { tracker.next($0).displacement(ofX: Double(Self.width) / 2, y: Double(Self.height) / 2).dx }
+        }
+        // The camera pans 12 px right a frame: the picture moves 12 px left.
+        let pan = (0..<8).map { blocks(x: 100 + 12 * $0, y: 100) }
+        var blurred = Array(pan.prefix(6))
+        blurred[3] = flat
+        let measured = steps(blurred)
+        XCTAssertEqual(measured.count, 5)
+        for (i, dx) in measured.enumerated() {
+            XCTAssertEqual(dx, -12, accuracy: 3, "frame \(i + 1) of the pan (frame 3 flat, frame 4 told from it, frame 5 measured)")
+        }
+        let still = [blocks(x: 100, y: 100), blocks(x: 100, y: 100), flat, blocks(x: 100, y: 100)]
+        XCTAssertEqual(steps(still), [0, 0, 0], "a still camera stays still")
+        var dark = pan
+        for i in 3..<7 { dark[i] = flat }
+        let answers = steps(dark)
+        XCTAssertEqual(answers.count, 7)
+        for i in 0..<(2 + CameraTracker.maxExtrapolated) { XCTAssertEqual(answers[i], -12, accuracy: 3, "frame \(i + 1)") }
+        XCTAssertEqual(Array(answers[(2 + CameraTracker.maxExtrapolated)...]), [0, 0, 0], "then the camera is taken to have stopped")
+    }
+
     /// The demo scene (scripts/make-demo-clip: people from the test photos walking close past a
     /// fixed camera, in front of a plain photo) read as a camera panning 4–7 px a frame while its
     /// large walkers crossed: half the picture's texture was theirs. Every hidden region is placed
