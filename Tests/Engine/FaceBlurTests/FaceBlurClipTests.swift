@@ -192,6 +192,69 @@ final class FaceBlurClipTests: XCTestCase {
         XCTAssertEqual(differing, [], "frames that differ between the two runs")
     }
 
+    /// CenterFace, blind on whole-frame and tile searches before frame `from` (the frame's number is
+    /// the grey of its top rows, `numbered`); searches around a face see it. So the face is first
+    /// found on frame `from`, and before that only by looking back from there.
+    final class LateFinder: FaceDetecting {
+        let real: FaceDetector, from: Int
+        init(_ settings: FaceBlurSettings, from: Int) throws {
+            real = try FaceDetector(modelPath: settings.modelPath, threads: settings.threads)
+            self.from = from
+        }
+        func detect(luma: UnsafePointer<UInt8>, width: Int, height: Int, stride: Int, region: FaceRect,
+                    input: (width: Int, height: Int), keepAspect: Bool, threshold: Float) throws -> [FaceDetection] {
+            // The searched region arrives copied: tiles from the frame's top row, the whole frame with
+            // its mirrored margin above (`DetectionPlanner.wholeFramePad`). Follows are never blind.
+            if width > 300 {
+                let top = width > FaceBlurClipTests.width ? DetectionPlanner.wholeFramePad : 0
+                if FaceBlurClipTests.frameNumber(luma[(top + 1) * stride + width / 2]) < from { return [] }
+            }
+            return try real.detect(luma: luma, width: width, height: height, stride: stride, region: region,
+                                   input: input, keepAspect: keepAspect, threshold: threshold)
+        }
+    }
+
+    /// Frame `i` with its number as the grey level of its top 4 rows.
+    static func numbered(_ frame: RawImage, _ i: Int) -> RawImage {
+        var frame = frame
+        for k in 0..<(4 * frame.width) { frame.y[k] = UInt8(30 + 3 * i) }
+        return frame
+    }
+    static func frameNumber(_ grey: UInt8) -> Int { Int((Double(grey) - 30) / 3 + 0.5) }
+
+    /// Offline, a frame settled by the searches on it is still held for a tile cycle, so that a face a
+    /// later search finds first is looked for back through it too (the moving clip: a face coming in
+    /// at a corner during the push-in, found a few frames late, was left on the two frames before).
+    /// Here the whole-frame and tile searches are blind to a still face until frame 24 (the first
+    /// whole-frame search after finds it): it is hidden from 12 frames before that on. Released as
+    /// soon as settled, frames 12–20 had left before the search that found it.
+    func testAFaceFoundLateIsHiddenOnTheFramesBeforeToo() throws {
+        let face = Self.astronautFace, height = 70.0, scale = height / face.height
+        let (fx, fy) = (300.0, 130.0)
+        var frames: [RawImage] = []
+        for i in 0..<Self.frameCount {
+            var frame = Self.background!
+            frame.draw(Self.astronaut, x: fx - face.x * scale, y: fy - face.y * scale, scale: scale)
+            frames.append(Self.numbered(frame, i))
+        }
+        let dir = TemporaryDirectory()
+        let input = dir.file("late.mp4"), output = dir.file("late-blurred.mp4")
+        try writeClip(frames, to: input)
+        let firstFound = 24
+        var logger = Logger(label: "test.faceblur")
+        if ProcessInfo.processInfo.environment["ALLSPARK_DEBUG_CLIPS"] != nil { logger.logLevel = .trace }
+        _ = try OfflineBlur.run(input: input.path, output: output.path, settings: FaceBlurSettings(modelPath: faceModelPath, offline: true),
+                                logger: logger, makeDetector: { try LateFinder($0, from: firstFound) })
+        let before = try decodeFrames(input), after = try decodeFrames(output)
+        XCTAssertEqual(after.count, Self.frameCount)
+        XCTAssertEqual(before.map { Self.frameNumber($0.luma(Self.width / 2, 1)) }, Array(0..<Self.frameCount), "frame numbers survive encoding")
+        let box = Rect(x: fx, y: fy, width: face.width * scale, height: height)
+        let hidden = zip(before, after).map { (detail(of: $1, in: box) ?? 0) < 0.5 * (detail(of: $0, in: box) ?? 0) }
+        let unhidden = hidden.indices.filter { !hidden[$0] }
+        XCTAssertTrue(hidden[..<(firstFound - 16)].allSatisfy { !$0 }, "before the tile cycle, never found: \(unhidden)")
+        XCTAssertEqual(unhidden.filter { $0 >= firstFound - 12 }, [], "hidden from 12 frames before its first sighting on")
+    }
+
     /// A random 0–20 ms per search, the same sequence for the same seed (a linear congruential generator).
     static func randomDelays(seed: UInt64) -> () -> Double {
         var state = seed
