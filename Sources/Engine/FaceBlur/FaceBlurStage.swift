@@ -532,7 +532,7 @@ public final class FaceBlurStage: FrameProcessor {
     /// later (coming in at a corner, half out of the picture) is then looked for backwards only
     /// through the frames still held. Held until a whole tile cycle has passed, the moving clip's
     /// face entering at a corner during the push-in was hidden on the two frames it had been
-    /// left on (recognisable 2 → 0; crowd and fixed unchanged, at ~10 MB more).
+    /// left on (recognisable 2 → 0; crowd and fixed unchanged; peak RSS unchanged within a few MB).
     private var framesKeptBack: Int { realTime ? 0 : max(settings.wholeEvery, settings.tileEvery) }
 
     /// Under the lock, `lower_fps`: whether to take in this frame: only while
