@@ -1,6 +1,5 @@
 import XCTest
 import GStreamerSupport
-import Logging
 import RecorderTestSupport
 @testable import FaceBlur
 
@@ -80,10 +79,8 @@ final class FaceBlurClipTests: XCTestCase {
         let dir = TemporaryDirectory()
         let input = dir.file("\(clip.name).mp4"), output = dir.file("\(clip.name)-blurred.mp4")
         try writeClip(clip.frames, to: input)
-        var logger = Logger(label: "test.faceblur")
-        if ProcessInfo.processInfo.environment["ALLSPARK_DEBUG_CLIPS"] != nil { logger.logLevel = .trace }
         let report = try OfflineBlur.run(input: input.path, output: output.path,
-                                         settings: settings ?? FaceBlurSettings(modelPath: faceModelPath, offline: true), logger: logger)
+                                         settings: settings ?? FaceBlurSettings(modelPath: faceModelPath, offline: true), logger: stageTestLogger())
         var verdict = Verdict(name: clip.name, framesIn: report.framesIn, framesOut: report.framesOut)
         let before = try decodeFrames(input), after = try decodeFrames(output)
         XCTAssertEqual(before.count, clip.frames.count)
@@ -98,7 +95,7 @@ final class FaceBlurClipTests: XCTestCase {
             let around = Rect(x: face.x - face.width * 1.5, y: face.y - face.height * 1.5,
                               width: face.width * 4, height: face.height * 4)
             let outside = meanDifference(a, b, excluding: [around])
-            if ProcessInfo.processInfo.environment["ALLSPARK_DEBUG_CLIPS"] != nil, outside > 3 {
+            if tracingClips, outside > 3 {
                 print("\(clip.name) frame \(i): outside difference \(outside), face \(face)")  // test report
             }
             verdict.worstOutsideDifference = max(verdict.worstOutsideDifference, outside)
@@ -119,7 +116,7 @@ final class FaceBlurClipTests: XCTestCase {
             let stillFound = found.contains { $0.rect.intersectionOverUnion(gt) > 0.3 }
             if stillFound || ratio > 0.5 {
                 verdict.recognisable += 1
-                if ProcessInfo.processInfo.environment["ALLSPARK_DEBUG_CLIPS"] != nil {
+                if tracingClips {
                     print("\(clip.name) frame \(i) (\(i * 33) ms): recognisable, found \(stillFound), detail \(ratio), face \(face)")  // test report
                 }
             }
@@ -241,10 +238,8 @@ final class FaceBlurClipTests: XCTestCase {
         let input = dir.file("late.mp4"), output = dir.file("late-blurred.mp4")
         try writeClip(frames, to: input)
         let firstFound = 24
-        var logger = Logger(label: "test.faceblur")
-        if ProcessInfo.processInfo.environment["ALLSPARK_DEBUG_CLIPS"] != nil { logger.logLevel = .trace }
         _ = try OfflineBlur.run(input: input.path, output: output.path, settings: FaceBlurSettings(modelPath: faceModelPath, offline: true),
-                                logger: logger, makeDetector: { try LateFinder($0, from: firstFound) })
+                                logger: stageTestLogger(), makeDetector: { try LateFinder($0, from: firstFound) })
         let before = try decodeFrames(input), after = try decodeFrames(output)
         XCTAssertEqual(after.count, Self.frameCount)
         XCTAssertEqual(before.map { Self.frameNumber($0.luma(Self.width / 2, 1)) }, Array(0..<Self.frameCount), "frame numbers survive encoding")

@@ -1,5 +1,4 @@
 import GLibSupport
-import Logging
 import GStreamerSupport
 import XCTest
 @testable import FaceBlur
@@ -17,9 +16,7 @@ final class LiveFaceBlurTests: XCTestCase {
                             makeDetector: ((FaceBlurSettings) throws -> any FaceDetecting)? = nil) throws -> (Recorder, Stages) {
         let stages = Stages()
         let recorder = try Recorder(config: config, makeProcessor: { config in
-            var logger = Logger(label: "test.faceblur")
-            if ProcessInfo.processInfo.environment["ALLSPARK_DEBUG_CLIPS"] != nil { logger.logLevel = .trace }
-            let stage = try FaceBlurStage(settings: FaceBlurSettings(config.privacy), realTime: true, logger: logger, spareCPU: spareCPU,
+            let stage = try FaceBlurStage(settings: FaceBlurSettings(config.privacy), realTime: true, logger: stageTestLogger(), spareCPU: spareCPU,
                                           makeDetector: makeDetector)
             stages.all.append(stage)
             return stage
