@@ -238,6 +238,37 @@ final class FaceTrackerTests: XCTestCase {
         XCTAssertEqual(tracker.trackCount, 1)
     }
 
+    /// One face found twice, as two tracks, then merged: a trace back that
+    /// gave up before the earlier track's first sighting still says the face
+    /// was not there before it, and a follow that gave up after the later
+    /// track's last sighting still says it left; a mark that now lies
+    /// between the merged sightings says nothing.
+    func testAMergeKeepsWhatSearchesLearntBeyondTheMergedSightings() throws {
+        var tracker = FaceTracker(settings: settings)
+        let face = FaceRect(x: 100, y: 100, width: 40, height: 40)
+        let first = try XCTUnwrap(tracker.update(detections: [face], time: 2 * second).first)
+        tracker.markGone(first.id, at: 2 * second - second / 5, afterLastSighting: false)   // traced back, not found
+        tracker.markGone(first.id, at: 2 * second + second / 5, afterLastSighting: true)    // lost for a moment
+        // Found again, far enough on to start a track of its own, which a follow then gives up on too.
+        let second_ = try XCTUnwrap(tracker.update(detections: [face.offsetBy(dx: 200, dy: 0)], time: 3 * second).first)
+        XCTAssertTrue(second_.isNew)
+        tracker.markGone(second_.id, at: 3 * second + second / 5, afterLastSighting: true)
+        tracker.merge(second_.id, into: first.id)
+        func gone(at time: UInt64) -> Bool? { tracker.hidden(at: time).first { $0.track == first.id }?.searchedAndGone }
+        XCTAssertEqual(gone(at: 2 * second - second / 3), true, "before the trace back gave up: not there")
+        XCTAssertEqual(gone(at: 2 * second + second / 2), false, "between the two sightings: hidden as the face")
+        XCTAssertEqual(gone(at: 3 * second + second / 3), true, "after the later track's follow gave up: gone")
+        // The other way round: the later track merged into the earlier one keeps the same marks.
+        var swapped = FaceTracker(settings: settings)
+        let a = try XCTUnwrap(swapped.update(detections: [face], time: 2 * second).first)
+        swapped.markGone(a.id, at: 2 * second - second / 5, afterLastSighting: false)
+        let b = try XCTUnwrap(swapped.update(detections: [face.offsetBy(dx: 200, dy: 0)], time: 3 * second).first)
+        swapped.markGone(b.id, at: 3 * second + second / 5, afterLastSighting: true)
+        swapped.merge(a.id, into: b.id)
+        XCTAssertEqual(swapped.hidden(at: 2 * second - second / 3).first?.searchedAndGone, true)
+        XCTAssertEqual(swapped.hidden(at: 3 * second + second / 3).first?.searchedAndGone, true)
+    }
+
     func testTileDetectionsOnInnerEdgesAreDropped() {
         let tile = FaceRect(x: 0, y: 0, width: 600, height: 600)   // top-left of a 1000×1000 frame
         XCTAssertTrue(DetectionPlanner.touchesInnerEdge(FaceRect(x: 560, y: 100, width: 40, height: 50), of: tile, width: 1000, height: 1000))
