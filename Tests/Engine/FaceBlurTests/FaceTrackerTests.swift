@@ -250,10 +250,10 @@ final class FaceTrackerTests: XCTestCase {
         tracker.markGone(first.id, at: 2 * second - second / 5, afterLastSighting: false)   // traced back, not found
         tracker.markGone(first.id, at: 2 * second + second / 5, afterLastSighting: true)    // lost for a moment
         // Found again, far enough on to start a track of its own, which a follow then gives up on too.
-        let second_ = try XCTUnwrap(tracker.update(detections: [face.offsetBy(dx: 200, dy: 0)], time: 3 * second).first)
-        XCTAssertTrue(second_.isNew)
-        tracker.markGone(second_.id, at: 3 * second + second / 5, afterLastSighting: true)
-        tracker.merge(second_.id, into: first.id)
+        let again = try XCTUnwrap(tracker.update(detections: [face.offsetBy(dx: 200, dy: 0)], time: 3 * second).first)
+        XCTAssertTrue(again.isNew)
+        tracker.markGone(again.id, at: 3 * second + second / 5, afterLastSighting: true)
+        tracker.merge(again.id, into: first.id)
         func gone(at time: UInt64) -> Bool? { tracker.hidden(at: time).first { $0.track == first.id }?.searchedAndGone }
         XCTAssertEqual(gone(at: 2 * second - second / 3), true, "before the trace back gave up: not there")
         XCTAssertEqual(gone(at: 2 * second + second / 2), false, "between the two sightings: hidden as the face")
