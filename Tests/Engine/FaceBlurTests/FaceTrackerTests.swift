@@ -258,7 +258,7 @@ final class FaceTrackerTests: XCTestCase {
         XCTAssertEqual(gone(at: 2 * second - second / 3), true, "before the trace back gave up: not there")
         XCTAssertEqual(gone(at: 2 * second + second / 2), false, "between the two sightings: hidden as the face")
         XCTAssertEqual(gone(at: 3 * second + second / 3), true, "after the later track's follow gave up: gone")
-        // The other way round: the later track merged into the earlier one keeps the same marks.
+        // The other way round (the earlier track merged into the later one): the same marks.
         var swapped = FaceTracker(settings: settings)
         let a = try XCTUnwrap(swapped.update(detections: [face], time: 2 * second).first)
         swapped.markGone(a.id, at: 2 * second - second / 5, afterLastSighting: false)
