@@ -246,10 +246,10 @@ public struct FaceTracker {
     public mutating func merge(_ other: Int, into id: Int) {
         guard other != id, let from = tracks.firstIndex(where: { $0.id == other }),
               tracks.contains(where: { $0.id == id }) else { return }
-        let other = tracks.remove(at: from)
+        let folded = tracks.remove(at: from)
         let into = tracks.firstIndex { $0.id == id }!
         let mine = tracks[into]
-        for observation in other.observations { insert(observation, into: into) }
+        for observation in folded.observations { insert(observation, into: into) }
         // What the searches learnt beyond the face's sightings holds for the merged track only at
         // the end the mark's own track is at: a trace back that gave up before the earliest
         // sighting, a follow that gave up after the latest. A mark from the other end lay between
@@ -258,8 +258,8 @@ public struct FaceTracker {
         // on the frames before the trace back had given up on it.)
         func earlier(_ a: Track, _ b: Track) -> Bool { (a.observations.first?.time ?? .max) < (b.observations.first?.time ?? .max) }
         func later(_ a: Track, _ b: Track) -> Bool { (a.observations.last?.time ?? 0) > (b.observations.last?.time ?? 0) }
-        tracks[into].goneBefore = earlier(other, mine) ? other.goneBefore : earlier(mine, other) ? mine.goneBefore : nil
-        tracks[into].goneAfter = later(other, mine) ? other.goneAfter : later(mine, other) ? mine.goneAfter : nil
+        tracks[into].goneBefore = earlier(folded, mine) ? folded.goneBefore : earlier(mine, folded) ? mine.goneBefore : nil
+        tracks[into].goneAfter = later(folded, mine) ? folded.goneAfter : later(mine, folded) ? mine.goneAfter : nil
     }
 
     /// Carries every sighting through `transform` (the scene's coordinates changed).
