@@ -107,11 +107,39 @@ public struct FaceTracker {
     public struct Assignment: Equatable { public var id: Int; public var isNew: Bool }
 
     /// Records a detection pass over (part of) the frame captured at `time`:
-    /// each detection continues the track it matches or starts one.
+    /// each detection continues the track it matches or starts one. A track
+    /// matches a detection of similar size (within 2×) whose centre is less
+    /// than one face size from where the track is expected at that time
+    /// (overlap alone would hand a fast-moving face to a small neighbouring
+    /// box and leave its own track behind). One pass sees a face once, so a track takes at most one of its detections, the
+    /// nearest first; and a track already seen on this frame by another pass
+    /// takes only a detection that overlaps that sighting. (Two boxes given
+    /// to one track are united: on the fixed clip a walker passing just below
+    /// a standing face was found beside it by one tile, taken for it, and the
+    /// united box, steered by the walker, hid a growing stretch of the street
+    /// for a second.)
     @discardableResult
     public mutating func update(detections: [FaceRect], time: UInt64) -> [Assignment] {
-        detections.map { rect in
-            if let index = bestMatch(for: rect, at: time) {
+        var trackOf = [Int?](repeating: nil, count: detections.count)
+        var candidates: [(detection: Int, track: Int, distance: Double)] = []
+        for (d, rect) in detections.enumerated() {
+            for (t, track) in tracks.enumerated() {
+                guard let near = predicted(track.observations, at: time) else { continue }
+                let distance = Self.distance(near, rect)
+                guard distance < 1 else { continue }
+                if let seen = track.observations.first(where: { $0.time == time }), seen.rect.intersection(rect) == nil { continue }
+                candidates.append((d, t, distance))
+            }
+        }
+        var taken = Set<Int>()
+        for candidate in candidates.sorted(by: { $0.distance < $1.distance })
+        where trackOf[candidate.detection] == nil && !taken.contains(candidate.track) {
+            trackOf[candidate.detection] = candidate.track
+            taken.insert(candidate.track)
+        }
+        // New tracks are appended: the matched tracks' indices hold.
+        return zip(detections, trackOf).map { rect, index in
+            if let index {
                 insert(Observation(time: time, rect: rect), into: index)
                 return Assignment(id: tracks[index].id, isNew: false)
             }
@@ -153,21 +181,6 @@ public struct FaceTracker {
         } else if !afterLastSighting, time < first.time {
             tracks[index].goneBefore = max(tracks[index].goneBefore ?? 0, time)
         }
-    }
-
-    /// The track this detection continues: of similar size (within 2×) and
-    /// the nearest by centre distance to where the track is expected at that
-    /// time, relative to the face size, below one face size. Overlap alone
-    /// would hand a fast-moving face to a small neighbouring box and leave
-    /// its own track behind.
-    private func bestMatch(for rect: FaceRect, at time: UInt64) -> Int? {
-        var best: (index: Int, distance: Double)?
-        for (i, track) in tracks.enumerated() {
-            guard let near = predicted(track.observations, at: time) else { continue }
-            let distance = Self.distance(near, rect)
-            if distance < 1, distance < (best?.distance ?? .infinity) { best = (i, distance) }
-        }
-        return best?.index
     }
 
     /// Centre distance relative to the larger box, or infinity when the sizes differ by more than 2×.
