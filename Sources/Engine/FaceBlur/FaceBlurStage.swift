@@ -860,8 +860,14 @@ public final class FaceBlurStage: FrameProcessor {
             }
             if stop { return }
             let idle = meter.idleCores()
-            guard idle >= Self.spareMinimum else { pause = 0.2; continue }
+            // Why spare time searched nothing, in the trace log: too little idle CPU, or no tile due.
+            guard idle >= Self.spareMinimum else {
+                logger.trace("spare time: \(String(format: "%.2f", idle)) cores idle, below \(Self.spareMinimum): no search")
+                pause = 0.2
+                continue
+            }
             let started = Self.now()
+            var searched = 0
             while Double(Self.now() - started) / 1e9 < Self.spareBurst {
                 let job = condition.withLock { () -> DetectionJob? in
                     guard !stopping, failure == nil, let pass = planner?.nextSparePass(),
@@ -871,7 +877,9 @@ public final class FaceBlurStage: FrameProcessor {
                 }
                 guard let job else { break }
                 run(job, on: detectors)
+                searched += 1
             }
+            if searched == 0 { logger.trace("spare time: \(String(format: "%.2f", idle)) cores idle, no spare-time tile due") }
             let busy = Double(Self.now() - started) / 1e9
             let share = min(1, idle - Self.spareReserve)
             pause = max(0.1, busy * (1 / share - 1))
