@@ -650,10 +650,6 @@ struct DetectionPlanner {
                 if follow.checkedThrough < newest.index, let t = target(due) {
                     offer(t, 1) { followPass(id, frame: t, backwards: false, misses: follow.misses) }
                 }
-            } else if follow.lost, !inFlight.contains(.follow(track: id, backwards: false)),
-                      follow.checkedThrough < newest.index, let t = target(follow.checkedThrough + 1),
-                      isWalkingBehindSomeone(id, on: t) {
-                offer(t, 1) { followPass(id, frame: t, backwards: false, misses: min(follow.misses, settings.followMisses)) }
             }
         }
         for i in vouchingAreas where !inFlight.contains(i == 0 ? .whole : .tile(i)) {
@@ -793,28 +789,6 @@ struct DetectionPlanner {
         return Pass(kind: .follow(track: id, backwards: backwards), frame: index, time: frame.time, region: region,
                     input: (settings.followInput, settings.followInput), keepAspect: true, travel: frame.travel, sceneEpoch: sceneEpoch,
                     expected: box, mayUseTemplate: templateAllowed)
-    }
-
-    /// How long after its last sighting a walker lost in mid-picture is still searched for.
-    static let lostWalkerSearchNs: UInt64 = 500_000_000
-
-    /// Whether track `id`'s face, lost by its follow, is a walker gone behind someone in mid-picture
-    /// whom a search should still look for on frame `index`, where its own steady motion leads (a
-    /// still camera since its last sighting, at most `lostWalkerSearchNs` after it): gone there, its
-    /// region is no longer hidden, so it would show from the frame it comes out from behind until
-    /// a tile happened to find it (the fixed clip's walker t1#5 on frames 171–176 with one core busy).
-    /// The search holds no frame back (a lost follow is not pending).
-    func isWalkingBehindSomeone(_ id: Int, on index: Int) -> Bool {
-        let list = tracker.observations(of: id)
-        guard let frame = frame(index), let last = list.last, frame.time > last.time,
-              frame.time - last.time <= Self.lostWalkerSearchNs,
-              tracker.cameraStill(from: last.time, through: frame.time),
-              tracker.steadyMotion(list, fromFirst: false) != nil,
-              let expected = tracker.predicted(id, at: frame.time).map(frame.travel.toFrame) else { return false }
-        // Inside the picture, further than `edgeReach` face sizes from every edge (nearer, or out of
-        // the picture, it is hidden as gone near an edge, or has left).
-        let zone = Self.edgeReach * max(expected.width, expected.height)
-        return expected.x > zone && expected.y > zone && expected.maxX < Double(width) - zone && expected.maxY < Double(height) - zone
     }
 
     /// A detection thread took `pass`.

@@ -405,55 +405,6 @@ final class DetectionPlannerTests: XCTestCase {
         }
     }
 
-    /// A walker gone behind someone in mid-picture under a still camera is still searched for where
-    /// its steady motion leads, frame by frame, for half a second after its last sighting: coming
-    /// out on the far side, it is found and hidden from that frame (its gone region is not hidden
-    /// in mid-picture, and a tile finds it only when one happens to be due). The search holds no
-    /// frame back, and stops after that half second, or when the walker nears an edge.
-    func testAWalkerGoneBehindSomeoneInMidPictureIsLookedForWhereItComesOut() throws {
-        // 40 px wide, walking left 5 px a frame: found on frames 0 to 8 (long enough for a steady
-        // motion), behind someone on 9 to 15.
-        func walker(_ i: Int) -> FaceRect { FaceRect(x: 250 - 5 * Double(i), y: 70, width: 40, height: 48) }
-        let (lastSeen, comesOut) = (8, 16)
-        var p = planner()
-        add(&p, 0)
-        runDue(&p) { $0.kind == .whole ? [walker(0)] : [] }
-        var searchedFor: [Int] = []
-        for i in 1...30 {
-            add(&p, i, [(13, 1)])
-            // Out again, only a search aimed at it finds it (no tile or whole-frame search happens to).
-            let ran = runDue(&p) { pass in
-                let aimed: Bool
-                if case .follow = pass.kind { aimed = true } else { aimed = false }
-                guard pass.frame <= lastSeen || (pass.frame >= comesOut && aimed),
-                      pass.region.intersection(walker(pass.frame))?.area == walker(pass.frame).area else { return [] }
-                return [walker(pass.frame)]
-            }
-            searchedFor += ran.filter { if case .follow(_, false) = $0.kind { return true } else { return false } }.map(\.frame)
-            if i == 14 {
-                XCTAssertTrue(p.follows.values.allSatisfy(\.lost), "lost behind the passer-by by frame 14")
-                XCTAssertTrue((0...14).allSatisfy(p.isSettled), "a lost walker's search holds no frame back")
-            }
-        }
-        XCTAssertTrue(searchedFor.contains(comesOut), "searched on the frame it comes out: \(searchedFor)")
-        XCTAssertTrue(p.regions(forFrame: comesOut).contains { $0.intersection(walker(comesOut))?.area == walker(comesOut).area },
-                      "hidden from the frame it comes out")
-
-        // Never coming out: searched for half a second after its last sighting, then not.
-        var q = planner()
-        add(&q, 0)
-        runDue(&q) { $0.kind == .whole ? [walker(0)] : [] }
-        var lookedFor: [Int] = []
-        for i in 1...30 {
-            add(&q, i, [(13, 1)])
-            lookedFor += runDue(&q) { $0.frame <= lastSeen ? [walker($0.frame)] : [] }
-                .filter { if case .follow(_, false) = $0.kind { return true } else { return false } }.map(\.frame)
-        }
-        let halfSecond = lastSeen + Int(DetectionPlanner.lostWalkerSearchNs / Self.frameNs)
-        XCTAssertTrue(lookedFor.contains { $0 > lastSeen + 6 }, "still looked for after it was lost: \(lookedFor)")
-        XCTAssertFalse(lookedFor.contains { $0 > halfSecond }, "not after half a second: \(lookedFor)")
-    }
-
     /// A face lost at an edge stays hidden near where the searches lost it
     /// (what is left of it there is too little to find, or it moved on a
     /// little), not over the stretch its motion, carried on for the whole
