@@ -111,26 +111,30 @@ public struct FaceTracker {
     /// matches a detection of similar size (within 2×) whose centre is less
     /// than one face size from where the track is expected at that time
     /// (overlap alone would hand a fast-moving face to a small neighbouring
-    /// box and leave its own track behind). One pass sees a face once, so a track takes at most one of its detections, the
-    /// nearest first; and a track already seen on this frame by another pass
-    /// takes only a detection that overlaps that sighting. (Two boxes given
-    /// to one track are united: on the fixed clip a walker passing just below
-    /// a standing face was found beside it by one tile, taken for it, and the
-    /// united box, steered by the walker, hid a growing stretch of the street
-    /// for a second.)
+    /// box and leave its own track behind). One pass sees a face once, so a
+    /// track takes at most one of its detections, the nearest first; and a
+    /// track already seen on this frame by another pass takes only a
+    /// detection that overlaps that sighting. (Two boxes given to one track
+    /// are united: on the fixed clip a walker passing just below a standing
+    /// face was found beside it by one tile, taken for it, and the united
+    /// box, steered by the walker, hid a growing stretch of the street for a
+    /// second.)
     @discardableResult
     public mutating func update(detections: [FaceRect], time: UInt64) -> [Assignment] {
-        var trackOf = [Int?](repeating: nil, count: detections.count)
+        // Each track's expected face, and its sighting on this frame by another pass (if any).
+        let expected = tracks.map { track in
+            (near: predicted(track.observations, at: time), seen: track.observations.first { $0.time == time }?.rect)
+        }
         var candidates: [(detection: Int, track: Int, distance: Double)] = []
         for (d, rect) in detections.enumerated() {
-            for (t, track) in tracks.enumerated() {
-                guard let near = predicted(track.observations, at: time) else { continue }
+            for (t, track) in expected.enumerated() {
+                guard let near = track.near else { continue }
                 let distance = Self.distance(near, rect)
-                guard distance < 1 else { continue }
-                if let seen = track.observations.first(where: { $0.time == time }), seen.rect.intersection(rect) == nil { continue }
+                guard distance < 1, track.seen.map({ $0.intersection(rect) != nil }) ?? true else { continue }
                 candidates.append((d, t, distance))
             }
         }
+        var trackOf = [Int?](repeating: nil, count: detections.count)
         var taken = Set<Int>()
         for candidate in candidates.sorted(by: { $0.distance < $1.distance })
         where trackOf[candidate.detection] == nil && !taken.contains(candidate.track) {
