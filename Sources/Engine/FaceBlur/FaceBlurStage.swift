@@ -227,7 +227,7 @@ public struct FaceBlurSettings: Equatable, Sendable {
 /// Threading: `process`/`drain` on the streaming thread (one at a time);
 /// `workers` detection threads, each with its own detector (two, each on
 /// one OpenCV thread); live, one spare-time thread with its own detector
-/// and its own `IdleCPUMeter` (`spareTimeLoop`); shared state (queue,
+/// in the kernel's idle class with its own `SpareCPUMeter` (`spareTimeLoop`); shared state (queue,
 /// planner, tracker) under `condition`; a pass copies the luma it needs
 /// under the lock and runs outside it. Offline, only the streaming thread
 /// plans passes and records their outcomes; the detection threads run
@@ -838,51 +838,61 @@ public final class FaceBlurStage: FrameProcessor {
         }
     }
 
-    /// Spare time: how long one burst of spare-time searches lasts at most
-    /// (seconds), and how many idle cores, measured over the pause before
-    /// it, it needs. It then takes at most what was idle less `spareReserve`
-    /// (paced by the pause after it), so the rest of the box keeps a margin.
-    static let spareBurst = 0.15, spareMinimum = 0.5, spareReserve = 0.25
+    /// Spare time: how many spare cores (`SpareCPUMeter`, over windows of
+    /// `spareWindow` seconds) the spare-time thread needs to search at all.
+    /// In the kernel's idle class it yields to everything else by itself,
+    /// and the minimum only keeps it from starting searches that would
+    /// crawl on crumbs and come back stale; where the idle class is refused
+    /// (a seccomp filter), it runs at normal priority and its own time is
+    /// not spare, so it stops while fewer than `spareMinimumAtNormalPriority`
+    /// cores are idle: the rest of the box keeps a margin.
+    static let spareWindow = 0.2, spareMinimum = 0.25, spareMinimumAtNormalPriority = 0.5
 
-    /// The spare-time thread: spare-time tiles (`DetectionPlanner.nextSparePass`),
-    /// only in bursts after a pause in which the machine left at least
-    /// `spareMinimum` cores idle; a pass never holds a frame back.
+    /// The spare-time thread: spare-time tiles (`DetectionPlanner.nextSparePass`)
+    /// in the kernel's idle class, one after another while any is due and the
+    /// machine has CPU to spare; a pass never holds a frame back.
     private func spareTimeLoop(_ detectors: Detectors) {
         defer { condition.withLock { runningWorkers -= 1; condition.broadcast() } }
-        var meter = IdleCPUMeter(spareCPU)   // this thread's own
-        var pause = 0.2
-        while true {
-            meter.start()
-            let stop = condition.withLock { () -> Bool in
-                let until = Date().addingTimeInterval(pause)
+        let refused = IdlePriority.enterForThisThread()
+        if let refused {
+            logger.warning("face blur: the spare-time searches run at normal priority, only while half a core is idle: the kernel refused them its idle class (SCHED_IDLE: \(refused))")
+        }
+        let idleClass = refused == nil
+        let minimum = idleClass ? Self.spareMinimum : Self.spareMinimumAtNormalPriority
+        var meter = SpareCPUMeter(spareCPU, countsOwnTime: idleClass)   // this thread's own
+        meter.start()
+        var spare = 0.0   // none until measured
+        /// Waits `seconds` or until the stage stops; true when it stops.
+        func rest(_ seconds: Double) -> Bool {
+            condition.withLock { () -> Bool in
+                let until = Date().addingTimeInterval(seconds)
                 while !stopping, Date() < until { _ = condition.wait(until: until) }
                 return stopping
             }
-            if stop { return }
-            let idle = meter.idleCores()
-            // Why spare time searched nothing, in the trace log: too little idle CPU, or no tile due.
-            guard idle >= Self.spareMinimum else {
-                logger.trace("spare time: \(String(format: "%.2f", idle)) cores idle, below \(Self.spareMinimum): no search")
-                pause = 0.2
+        }
+        while true {
+            if meter.elapsed >= Self.spareWindow {
+                spare = meter.spareCores()
+                meter.start()
+            }
+            // Why spare time searched nothing, in the trace log: too little CPU to spare, or no tile due.
+            guard spare >= minimum else {
+                logger.trace("spare time: \(String(format: "%.2f", spare)) cores spare, below \(minimum): no search")
+                if rest(Self.spareWindow) { return }
                 continue
             }
-            let started = Self.now()
-            var searched = 0
-            while Double(Self.now() - started) / 1e9 < Self.spareBurst {
-                let job = condition.withLock { () -> DetectionJob? in
-                    guard !stopping, failure == nil, let pass = planner?.nextSparePass(),
-                          case .job(let job) = copyRegion(for: pass) else { return nil }
-                    planner?.begin(pass)
-                    return job
-                }
-                guard let job else { break }
-                run(job, on: detectors)
-                searched += 1
+            let job = condition.withLock { () -> DetectionJob? in
+                guard !stopping, failure == nil, let pass = planner?.nextSparePass(),
+                      case .job(let job) = copyRegion(for: pass) else { return nil }
+                planner?.begin(pass)
+                return job
             }
-            if searched == 0 { logger.trace("spare time: \(String(format: "%.2f", idle)) cores idle, no spare-time tile due") }
-            let busy = Double(Self.now() - started) / 1e9
-            let share = min(1, idle - Self.spareReserve)
-            pause = max(0.1, busy * (1 / share - 1))
+            guard let job else {
+                logger.trace("spare time: \(String(format: "%.2f", spare)) cores spare, no spare-time tile due")
+                if rest(Self.spareWindow / 4) { return }
+                continue
+            }
+            run(job, on: detectors)
         }
     }
 
