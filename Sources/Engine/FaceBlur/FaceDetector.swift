@@ -260,23 +260,29 @@ public final class FaceDetector: FaceDetecting {
 /// A fast network screens, the reference network settles what it is unsure
 /// of: each face the screen finds below `sure` is searched for again by the
 /// reference on a square around it (the size and input of a follow: 2.5
-/// times its size, at 96 × 96) and kept only where the reference finds a face there, with the
-/// reference's box. CenterFace in 8 bits scores some non-faces just above
-/// the threshold (a 200 × 240 "face" at 0.34 where the float network gives
-/// 0.14: docs/privacy.md), so its unsure finds are the float network's call.
+/// times its size, at 96 × 96) and kept only where the reference finds a
+/// face there, with the reference's box. CenterFace in 8 bits scores some
+/// non-faces just above the threshold (a 200 × 240 "face" at 0.34 where the
+/// float network gives 0.14: docs/privacy.md), so its unsure finds are the
+/// float network's call. The reference answers at `settle` (0.2), below the
+/// search threshold: two networks agreeing is evidence enough, and in the
+/// follow square, a different scale and crop from the tile's, small faces
+/// at dusk score lower (a 21 px face: 0.28 there, 0.47 in the 8-bit tile search).
 ///
 /// Threading: as its two detectors, one thread uses it.
 public final class ScreenedDetector: FaceDetecting {
     private let screen: any FaceDetecting
     private let reference: any FaceDetecting
     private let sure: Float
+    private let settle: Float
     /// The square and input size of a follow (`DetectionPlanner.Settings`).
     private static let follow = DetectionPlanner.Settings()
 
-    public init(screen: any FaceDetecting, reference: any FaceDetecting, sure: Float = 0.5) {
+    public init(screen: any FaceDetecting, reference: any FaceDetecting, sure: Float = 0.5, settle: Float = 0.2) {
         self.screen = screen
         self.reference = reference
         self.sure = sure
+        self.settle = settle
     }
 
     public func detect(luma: UnsafePointer<UInt8>, width: Int, height: Int, stride: Int,
@@ -291,7 +297,7 @@ public final class ScreenedDetector: FaceDetecting {
             let square = FaceRect(x: (cx - side / 2).rounded(), y: (cy - side / 2).rounded(), width: side.rounded(), height: side.rounded())
             let settled = try reference.detect(luma: luma, width: width, height: height, stride: stride, region: square,
                                                input: (Self.follow.followInput, Self.follow.followInput), keepAspect: true,
-                                               threshold: threshold)
+                                               threshold: min(threshold, settle))
             for face in settled where face.rect.intersectionOverUnion(unsure.rect) > 0.3
                 && !faces.contains(where: { $0.rect.intersectionOverUnion(face.rect) > 0.5 }) {
                 faces.append(face)

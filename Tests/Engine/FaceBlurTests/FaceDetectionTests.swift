@@ -147,6 +147,36 @@ final class FaceDetectionTests: XCTestCase {
         XCTAssertFalse(found.contains { $0.rect.intersectionOverUnion(wall) > 0 }, "\(found.map(\.rect))")
     }
 
+    /// Two networks agreeing is evidence enough: an unsure find of the 8-bit
+    /// screen (0.3 to 0.5) is kept where the float network scores it from
+    /// the settle threshold (0.2) up, below the search threshold (a 20 px
+    /// face at dusk scores 0.25 to 0.3 in the follow square), and dropped
+    /// below it (the wall the 8-bit network took for a face: 0.14).
+    func testTheReferenceSettlesUnsureFindsAtItsOwnThreshold() throws {
+        /// Answers like a network: what scores at least the threshold asked for.
+        final class Scored: FaceDetecting {
+            let faces: [FaceDetection]
+            init(_ faces: [FaceDetection]) { self.faces = faces }
+            func detect(luma: UnsafePointer<UInt8>, width: Int, height: Int, stride: Int, region: FaceRect,
+                        input: (width: Int, height: Int), keepAspect: Bool, threshold: Float) throws -> [FaceDetection] {
+                faces.filter { $0.score >= threshold && $0.rect.intersectionOverUnion(region) > 0 }
+            }
+        }
+        let dusk = FaceRect(x: 100, y: 100, width: 20, height: 24)
+        let wall = FaceRect(x: 300, y: 100, width: 40, height: 48)
+        let screened = ScreenedDetector(
+            screen: Scored([FaceDetection(rect: dusk, score: 0.45), FaceDetection(rect: wall, score: 0.34)]),
+            reference: Scored([FaceDetection(rect: dusk.offsetBy(dx: 1, dy: 1), score: 0.25),
+                               FaceDetection(rect: wall, score: 0.14)]))
+        let luma = [UInt8](repeating: 0, count: 640 * 480)
+        let found = try luma.withUnsafeBufferPointer {
+            try screened.detect(luma: $0.baseAddress!, width: 640, height: 480, stride: 640,
+                                region: FaceRect(x: 0, y: 0, width: 640, height: 480), input: (640, 480),
+                                keepAspect: true, threshold: 0.3)
+        }
+        XCTAssertEqual(found.map(\.rect), [dusk.offsetBy(dx: 1, dy: 1)], "the dusk face with the float box, not the wall")
+    }
+
     /// Asked for by name, ONNX Runtime's missing files are an error naming
     /// them; `auto` falls back to OpenCV and says why.
     func testMissingONNXRuntimeIsAClearErrorOrAnAnnouncedFallback() throws {
