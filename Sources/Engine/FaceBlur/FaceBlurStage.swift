@@ -850,7 +850,11 @@ public final class FaceBlurStage: FrameProcessor {
 
     /// The spare-time thread: spare-time tiles (`DetectionPlanner.nextSparePass`)
     /// in the kernel's idle class, one after another while any is due and the
-    /// machine has CPU to spare; a pass never holds a frame back.
+    /// machine has CPU to spare; a pass never holds a frame back. It holds
+    /// the stage's lock only to copy a tile and record what it found; set
+    /// aside inside, it runs again as soon as a core goes idle, which the
+    /// thread waiting on the lock frees (no live run, with one core busy
+    /// either, had a late frame).
     private func spareTimeLoop(_ detectors: Detectors) {
         defer { condition.withLock { runningWorkers -= 1; condition.broadcast() } }
         let refused = IdlePriority.enterForThisThread()
