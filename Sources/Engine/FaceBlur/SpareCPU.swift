@@ -23,9 +23,15 @@ public enum SpareCPU: Sendable, Equatable {
 /// cycle it got, nobody else wanted). Owned by one thread (the stage's
 /// spare-time thread): a value type, never shared.
 struct SpareCPUMeter {
+    /// One reading: the machine's idle and total jiffies, the thread's own
+    /// CPU seconds, and the monotonic clock (nanoseconds).
+    struct Sample {
+        var idle: Double, total: Double, own: Double, wall: UInt64
+    }
+
     private let source: SpareCPU
     private let countsOwnTime: Bool
-    private var last: (idle: Double, total: Double, own: Double, wall: UInt64)?
+    private var last: Sample?
     private let cores: Double
 
     init(_ source: SpareCPU, countsOwnTime: Bool) {
@@ -49,16 +55,22 @@ struct SpareCPUMeter {
     /// own use if it counts (0 when unknown: no spare time without proof).
     mutating func spareCores() -> Double {
         if case .fixed(let n) = source { return n }
-        guard let before = last, let now = Self.sample(), now.total > before.total, now.wall > before.wall else { return 0 }
+        guard let before = last, let now = Self.sample() else { return 0 }
         last = now
+        return Self.spareCores(from: before, to: now, cores: cores, countsOwnTime: countsOwnTime)
+    }
+
+    /// Spare cores between two samples on a machine of `cores` cores.
+    static func spareCores(from before: Sample, to now: Sample, cores: Double, countsOwnTime: Bool) -> Double {
+        guard now.total > before.total, now.wall > before.wall else { return 0 }
         let idle = cores * (now.idle - before.idle) / (now.total - before.total)
         let own = countsOwnTime ? (now.own - before.own) / (Double(now.wall - before.wall) / 1e9) : 0
         return min(cores, idle + own)
     }
 
-    private static func sample() -> (idle: Double, total: Double, own: Double, wall: UInt64)? {
+    private static func sample() -> Sample? {
         guard let (idle, total) = readProcStat() else { return nil }
-        return (idle, total, threadCPUSeconds(), DispatchTime.now().uptimeNanoseconds)
+        return Sample(idle: idle, total: total, own: threadCPUSeconds(), wall: DispatchTime.now().uptimeNanoseconds)
     }
 
     /// Idle (idle + iowait) and total jiffies of all CPUs, from `/proc/stat`'s first line.
@@ -74,7 +86,7 @@ struct SpareCPUMeter {
     }
 
     /// CPU time the calling thread has used.
-    private static func threadCPUSeconds() -> Double {
+    static func threadCPUSeconds() -> Double {
         var t = timespec()
         guard clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t) == 0 else { return 0 }
         return Double(t.tv_sec) + Double(t.tv_nsec) / 1e9
