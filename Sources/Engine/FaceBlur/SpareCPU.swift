@@ -97,7 +97,7 @@ struct SpareCPUMeter {
 /// thread: it runs only when no other thread of any process wants the core,
 /// and is set aside the moment one does. The spare-time searches run in it,
 /// so the camera, the encoder and everything else on the box keep their
-/// CPU, and no measurement has to guess how much is free between samples.
+/// CPU, and no pacing of its own has to guess how much is free.
 /// A thread cannot leave the class again without privileges, so it is set
 /// once, for the whole life of a thread made for it.
 enum IdlePriority {
