@@ -8,10 +8,10 @@ final class SpareCPUTests: XCTestCase {
     /// Runs `body` on a thread of its own and returns what it returned.
     private func onNewThread<T>(_ body: @escaping () -> T) -> T {
         let done = DispatchSemaphore(value: 0)
-        let result = ResultBox<T>()
+        let result = Locked<T?>(nil)
         let thread = Thread { result.value = body(); done.signal() }
         thread.start()
-        done.wait()   // the semaphore orders the write before this read
+        done.wait()
         return result.value!
     }
 
@@ -38,16 +38,14 @@ final class SpareCPUTests: XCTestCase {
     /// machine, such as other tests, does not change the comparison).
     func testAnIdleClassThreadYieldsToEveryOtherThread() {
         let cores = ProcessInfo.processInfo.activeProcessorCount
-        let stop = Flag()
-        let hogTimes = ResultBox<[Double]>()
-        hogTimes.value = []
-        let lock = NSLock()
+        let stop = Locked(false)
+        let hogTimes = Locked<[Double]>([])
         let hogs = (0..<cores).map { _ in
             Thread {
                 var y = 2.0
-                while !stop.isSet { y = y.squareRoot() + 1 }
+                while !stop.value { y = y.squareRoot() + 1 }
                 let used = SpareCPUMeter.threadCPUSeconds()
-                lock.withLock { hogTimes.value!.append(used) }
+                hogTimes.update { $0.append(used) }
             }
         }
         hogs.forEach { $0.start() }
@@ -57,10 +55,11 @@ final class SpareCPUTests: XCTestCase {
             while DispatchTime.now().uptimeNanoseconds < until {}
             return SpareCPUMeter.threadCPUSeconds()
         }
-        stop.set()
+        stop.value = true
         let deadline = Date().addingTimeInterval(5)
-        while lock.withLock({ hogTimes.value!.count }) < cores, Date() < deadline { usleep(10_000) }
-        let hogMean = lock.withLock { hogTimes.value!.reduce(0, +) / Double(max(1, hogTimes.value!.count)) }
+        while hogTimes.value.count < cores, Date() < deadline { usleep(10_000) }
+        let times = hogTimes.value
+        let hogMean = times.reduce(0, +) / Double(max(1, times.count))
         XCTAssertGreaterThan(hogMean, 0.1, "the hogs ran")
         XCTAssertLessThan(idleUsed, hogMean / 10, "the idle-class thread got \(idleUsed) s of CPU, each hog \(hogMean) s")
     }
@@ -91,15 +90,14 @@ final class SpareCPUTests: XCTestCase {
     }
 }
 
-/// A flag one thread sets and others poll.
-private final class Flag: @unchecked Sendable {
+/// A value several threads read and write, under a lock.
+private final class Locked<T>: @unchecked Sendable {
     private let lock = NSLock()
-    private var value = false
-    var isSet: Bool { lock.withLock { value } }
-    func set() { lock.withLock { value = true } }
-}
-
-/// What a thread hands back to the one that waits for it.
-private final class ResultBox<T>: @unchecked Sendable {
-    var value: T?
+    private var stored: T
+    init(_ value: T) { stored = value }
+    var value: T {
+        get { lock.withLock { stored } }
+        set { lock.withLock { stored = newValue } }
+    }
+    func update(_ change: (inout T) -> Void) { lock.withLock { change(&stored) } }
 }
