@@ -434,6 +434,12 @@ struct DetectionPlanner {
             let faceSize = max(sighting.width, sighting.height)
             var face = frame.travel.toFrame(hidden.face)
             if hidden.searchedAndGone {
+                // Searched for in mid-picture, where its motion put it, and not found: it was not there
+                // (behind someone, or never a face). That motion carried on would bring the region to an
+                // edge later, over nothing: on the fixed clip a track that had taken two faces' boxes
+                // hid the street at the top edge for half a second (`bench/live-faces --attribute fixed`).
+                if let gaveUp = hidden.whenSearchesGaveUp.map(frame.travel.toFrame),
+                   !isNearEdge(sighting, faceSize: faceSize), !isNearEdge(gaveUp, faceSize: faceSize) { return nil }
                 let cameFrom = hidden.otherEnd.map(frame.travel.toFrame)
                 let (dx, dy) = hidden.cameraStill ? leavingShift(face, lostAt: sighting, cameFrom: cameFrom, faceSize: faceSize,
                                                                  seconds: hidden.secondsBeyond) : (0, 0)
@@ -854,10 +860,17 @@ struct DetectionPlanner {
                 rest.indices.filter { FaceTracker.distance(e, rest[$0]) < 1 }
                     .min { FaceTracker.distance(e, rest[$0]) < FaceTracker.distance(e, rest[$1]) }
             }
-            // The face found may be another track's (faces crossing, or this one found twice).
-            var owner: Int?
-            if let match {
+            // The face found may be another track's (faces crossing, or this one found twice): seen
+            // there by it, or expected nearer by it. A face lost behind someone, searched for in an
+            // ever wider square, otherwise took a passer-by's face for its own (the fixed clip: the
+            // region between the two faces' boxes hid the street between them).
+            var owner: Int?, expectedElsewhere = false
+            if let match, let e = expected {
                 owner = tracker.owner(of: rest[match], at: frame.time, excluding: id, within: frameSpan * UInt64(settings.followEvery))
+                if owner == nil {
+                    owner = tracker.expectsNearer(rest[match], at: frame.time, than: FaceTracker.distance(e, rest[match]), excluding: id)
+                    expectedElsewhere = owner != nil
+                }
             }
             var merged = false
             if let o = owner, follows[o] != nil {
@@ -881,8 +894,10 @@ struct DetectionPlanner {
                     if !merged { follow.frontier = pass.frame }
                 } else { follow.misses = 0; follow.lost = false }
             } else {
-                // Not found (or someone else's face there, in front of it: faces crossing).
-                if let match, owner != nil { rest.remove(at: match) }
+                // Not found (or someone else's face there, in front of it: faces crossing). One seen
+                // there by another track is that track's sighting already; one another track expects
+                // goes to the tracks with the rest.
+                if let match, owner != nil, !expectedElsewhere { rest.remove(at: match) }
                 if backwards {
                     follow.backMisses += 1
                     follow.frontier = follow.backMisses >= settings.backtraceMisses ? nil : pass.frame

@@ -247,6 +247,19 @@ public struct FaceTracker {
         }?.id
     }
 
+    /// A track other than `id`, not searched for and gone by `time`, whose face is expected at `time`
+    /// nearer `rect` (`distance`) than `limit`: the face found is more likely that one.
+    public func expectsNearer(_ rect: FaceRect, at time: UInt64, than limit: Double, excluding id: Int) -> Int? {
+        var best: (id: Int, distance: Double)?
+        for track in tracks where track.id != id && !(track.goneAfter.map { time >= $0 } ?? false)
+            && !(track.goneBefore.map { time <= $0 } ?? false) {
+            guard let expected = predicted(track.observations, at: time) else { continue }
+            let d = Self.distance(expected, rect)
+            if d < limit, d < best?.distance ?? .infinity { best = (track.id, d) }
+        }
+        return best?.id
+    }
+
     /// Whether tracks `a` and `b` agree wherever both were observed (each
     /// observation of one overlaps the other's interpolated box by IoU > 0.3):
     /// the same face, found twice. Tracks observed at different times only are not compared.
@@ -335,6 +348,9 @@ public struct FaceTracker {
         public var secondsBeyond = 0.0
         public var otherEnd: FaceRect?
         public var cameraStill = false
+        /// For a face searched for and gone: where it was (by the same reckoning as `face`) on the
+        /// frame the searches gave up on it.
+        public var whenSearchesGaveUp: FaceRect?
     }
 
     /// Regions to hide in the frame captured at `time`, with the sighting
@@ -359,10 +375,15 @@ public struct FaceTracker {
             let sighting = beyond ?? face
             let (end, otherEnd) = time < first.time ? (first, last) : (last, first)
             let whenGone: FaceRect
+            var whenGaveUp: FaceRect?
             if let velocity = steadyMotion(track.observations, fromFirst: time < first.time) {
-                let seconds = Double(Int64(bitPattern: time &- end.time)) / 1e9
-                whenGone = FaceRect(x: end.rect.x + velocity.x * seconds, y: end.rect.y + velocity.y * seconds,
+                func carried(to t: UInt64) -> FaceRect {
+                    let seconds = Double(Int64(bitPattern: t &- end.time)) / 1e9
+                    return FaceRect(x: end.rect.x + velocity.x * seconds, y: end.rect.y + velocity.y * seconds,
                                     width: end.rect.width, height: end.rect.height)
+                }
+                whenGone = carried(to: time)
+                whenGaveUp = carried(to: goneAt)
             } else if settings.goneUnderMovingCameraAtSighting,
                       !cameraStill(from: min(goneAt, end.time), through: max(goneAt, end.time)) {
                 // Under a moving camera, what its sightings say of its motion is mostly the camera
@@ -379,7 +400,8 @@ public struct FaceTracker {
             let (dx, dy) = (sighting.width * grow, sighting.height * grow)
             let near = FaceRect(x: whenGone.x - dx, y: whenGone.y - dy, width: whenGone.width + 2 * dx, height: whenGone.height + 2 * dy)
             return Hidden(track: track.id, region: near, beyond: beyond, searchedAndGone: true, face: whenGone, secondsBeyond: secondsBeyond,
-                          otherEnd: otherEnd.rect, cameraStill: cameraStill(from: min(time, end.time), through: max(time, end.time)))
+                          otherEnd: otherEnd.rect, cameraStill: cameraStill(from: min(time, end.time), through: max(time, end.time)),
+                          whenSearchesGaveUp: whenGaveUp ?? whenGone)
         }
     }
 

@@ -405,6 +405,65 @@ final class DetectionPlannerTests: XCTestCase {
         }
     }
 
+    /// The same with a steady motion to go by (sightings a third of a second long): searched for in
+    /// mid-picture where that motion put it and not found, it is not brought back at the edge its
+    /// motion reaches later in the hold. On the fixed clip such a region, of a track that had taken
+    /// two faces' boxes, hid the street at the top edge for half a second.
+    func testAWalkerGoneInMidPictureIsNotHiddenAtTheEdgeItsSteadyMotionReaches() throws {
+        // 40×48, walking left 5 px a frame: found on frames 0 to 10, then not any more.
+        func walker(_ i: Int) -> FaceRect { FaceRect(x: 150 - 5 * Double(i), y: 70, width: 40, height: 48) }
+        let seen = 0...10
+        let (p, gone) = try followUntilLost(walker, seenOn: seen, changing: (13, 1), through: 40)
+        XCTAssertNotNil(p.tracker.steadyMotion(p.tracker.observations(of: try XCTUnwrap(p.follows.keys.first)), fromFirst: false),
+                        "its motion is known")
+        let zone = DetectionPlanner.edgeReach * 48
+        XCTAssertGreaterThan(walker(gone).x, zone, "gone in mid-picture")
+        let reachesEdge = try XCTUnwrap((gone...40).first { walker($0).x <= zone })
+        XCTAssertLessThan(reachesEdge, 38, "its motion reaches the edge before the hold ends")
+        for i in gone...40 {
+            XCTAssertEqual(p.regions(forFrame: i), [], "frame \(i): gone in mid-picture, hidden nowhere (not at the edge)")
+        }
+    }
+
+    /// A face that stops being found (it went behind someone) is searched for in a widening square;
+    /// a passer-by coming to where it stood, whose own track expects it there, stays the passer-by's,
+    /// not the lost face's: taken for it, the region between the two faces' boxes hid the street
+    /// between them (the fixed clip).
+    func testAFaceLostBehindSomeoneIsNotHandedAPasserBysFaceThatItsOwnTrackExpects() throws {
+        var p = planner()
+        let standing = FaceRect(x: 150, y: 70, width: 40, height: 48)
+        func walker(_ i: Int) -> FaceRect { FaceRect(x: 80 + 4 * Double(i), y: 70, width: 40, height: 48) }
+        func visible(_ i: Int) -> [FaceRect] { (i <= 4 ? [standing] : []) + [walker(i)] }
+        add(&p, 0)
+        runDue(&p) { $0.kind == .whole ? visible(0) : [] }
+        let ids = p.tracker.trackIDs
+        let standingTrack = try XCTUnwrap(ids.first { p.tracker.observations(of: $0).first?.rect == standing })
+        let walkerTrack = try XCTUnwrap(ids.first { p.tracker.observations(of: $0).first?.rect == walker(0) })
+        // The detector misses the walker for a while in every search but the lost face's wider square
+        // (a face found in one crop and not in another), so that it was last seen longer ago than a
+        // follow's interval when that square finds it.
+        let missed = 5...14
+        var walkerInStandingsFollow = 0
+        for i in 1...24 {
+            add(&p, i, [(13, 1)])
+            let passes = runDue(&p) { pass in
+                let inSquare = visible(pass.frame).filter { pass.region.intersection($0)?.area == $0.area }
+                if case .follow(standingTrack, false) = pass.kind { return inSquare }
+                return missed.contains(pass.frame) ? [] : inSquare
+            }
+            for pass in passes {
+                if case .follow(standingTrack, false) = pass.kind, pass.region.intersection(walker(pass.frame))?.area == walker(pass.frame).area,
+                   FaceTracker.distance(standing, walker(pass.frame)) < 1 { walkerInStandingsFollow += 1 }
+            }
+        }
+        XCTAssertGreaterThan(walkerInStandingsFollow, 0, "the test reaches searches for the lost face that find the walker near where it stood")
+        for o in p.tracker.observations(of: standingTrack) {
+            XCTAssertEqual(o.rect, standing, "the lost face's track holds only its own sightings")
+        }
+        XCTAssertGreaterThan(try XCTUnwrap(p.tracker.observations(of: walkerTrack).last).time, UInt64(missed.upperBound) * Self.frameNs,
+                             "the walker's own track goes on")
+    }
+
     /// A face lost at an edge stays hidden near where the searches lost it
     /// (what is left of it there is too little to find, or it moved on a
     /// little), not over the stretch its motion, carried on for the whole
