@@ -86,6 +86,15 @@ public struct FaceTracker {
         /// was hidden behind something, or it left.
         var goneAfter: UInt64?
         var goneBefore: UInt64?
+
+        /// When the searches gave up on the face, if they had by `time` (going forward from its
+        /// sightings) or not yet (going back): nil while the face may be there. The marks lie
+        /// beyond the sightings (`markGone`, `insert`), so `time` then lies beyond them too.
+        func goneMark(at time: UInt64) -> UInt64? {
+            if let after = goneAfter, time >= after { return after }
+            if let before = goneBefore, time <= before { return before }
+            return nil
+        }
     }
 
     public var settings: Settings
@@ -251,8 +260,7 @@ public struct FaceTracker {
     /// nearer `rect` (`distance`) than `limit`: the face found is more likely that one.
     public func expectsNearer(_ rect: FaceRect, at time: UInt64, than limit: Double, excluding id: Int) -> Int? {
         var best: (id: Int, distance: Double)?
-        for track in tracks where track.id != id && !(track.goneAfter.map { time >= $0 } ?? false)
-            && !(track.goneBefore.map { time <= $0 } ?? false) {
+        for track in tracks where track.id != id && track.goneMark(at: time) == nil {
             guard let expected = predicted(track.observations, at: time) else { continue }
             let d = Self.distance(expected, rect)
             if d < limit, d < best?.distance ?? .infinity { best = (track.id, d) }
@@ -363,9 +371,7 @@ public struct FaceTracker {
                                                     knownMotionSpeed: settings.knownMotionGrowth) else { return nil }
             let beyond = time < first.time ? first.rect : time > last.time ? last.rect : nil
             let secondsBeyond = Double(time < first.time ? first.time - time : time > last.time ? time - last.time : 0) / 1e9
-            let goneAt = time < first.time ? track.goneBefore.flatMap { time <= $0 ? $0 : nil }
-                : time > last.time ? track.goneAfter.flatMap { time >= $0 ? $0 : nil } : nil
-            guard settings.goneEndsHold, let goneAt else {
+            guard settings.goneEndsHold, let goneAt = track.goneMark(at: time) else {
                 return Hidden(track: track.id, region: region, beyond: beyond, face: face, secondsBeyond: secondsBeyond)
             }
             // Gone: what is left of the face in the picture was too little for a search to find. It is
