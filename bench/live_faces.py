@@ -2,7 +2,8 @@
 """Builds the live face benchmark clips and judges anonymised versions of them.
 
   live_faces.py make moving|fixed|crowd WIDTH HEIGHT ASSETS_DIR OUT_RAW OUT_TRUTH_JSON
-  live_faces.py judge RAW_IN RAW_OUT TRUTH_JSON [LABEL [NOTE]]   # one table row
+  live_faces.py judge RAW_IN RAW_OUT TRUTH_JSON [LABEL [NOTE [RECORD STAGE [RESOURCES]]]]   # one table row
+  live_faces.py summary RECORD STAGE=LABEL...                      # each stage's median run
   live_faces.py attribute RAW_IN RAW_OUT TRUTH_JSON STAGE_LOG      # which rule hid beyond faces
 
 Clips are raw I420 (luma from real photos, neutral chroma), 10 s at 30 fps,
@@ -557,7 +558,11 @@ def iou(a, b):
     return i / (aw * ah + bw * bh - i) if i > 0 else 0
 
 
-def judge(raw_in, raw_out, truth_path, label="", note=""):
+def judge(raw_in, raw_out, truth_path, label="", note="", record="", stage="", resources=""):
+    """One row of the table: how the recording `raw_out` hides the faces of
+    `raw_in` and damages the rest. With `record`, the row's numbers are also
+    appended to that file as a JSON line under `stage` (the stage it judged),
+    with `resources` ("CPU % peak-RSS-MB"), for `summary`."""
     t = json.load(open(truth_path))
     W, H, truth, people = t["width"], t["height"], t["faces"], t["people"]
     partial = t.get("partial", [[] for _ in truth])
@@ -607,9 +612,42 @@ def judge(raw_in, raw_out, truth_path, label="", note=""):
         fr = reasons[key]
         print(f"  {label} recognisable: {key}: {len(fr)} frames ({fr[0]}..{fr[-1]})", file=sys.stderr)
     n = max(1, n)
-    print(f"{label:<30} {recognisable:>4}/{face_frames:<5} {100 * recognisable / max(1, face_frames):5.1f} %  "
-          f"{black:>4}/{n:<4} {100 * black / n:5.1f} %  {held[1]:>3}/{held[0]:<4} "
-          f"{hiding_frames:>4}/{n:<4} {100 * hidden_share / n:5.1f} %  {outside_sum / max(1, outside_count):8.2f}   {note}")
+    row = {"recognisable": recognisable, "face_frames": face_frames, "black": black, "held": held[1], "held_frames": held[0],
+           "hiding": hiding_frames, "hidden_share": hidden_share / n, "outside": outside_sum / max(1, outside_count), "frames": n}
+    if resources:
+        row["cpu"], row["rss"] = map(float, resources.split())
+    print_row(label, row, note)
+    if record:
+        with open(record, "a") as f:
+            f.write(json.dumps({"stage": stage, **row}) + "\n")
+
+
+def print_row(label, r, note):
+    n = max(1, r["frames"])
+    print(f"{label:<30} {r['recognisable']:>4}/{r['face_frames']:<5} {100 * r['recognisable'] / max(1, r['face_frames']):5.1f} %  "
+          f"{r['black']:>4}/{n:<4} {100 * r['black'] / n:5.1f} %  {r['held']:>3}/{r['held_frames']:<4} "
+          f"{r['hiding']:>4}/{n:<4} {100 * r['hidden_share']:5.1f} %  {r['outside']:8.2f}   {note}")
+
+
+def summary(record, labels):
+    """Per stage judged more than once (`judge ... RECORD STAGE`): the median of
+    its runs, column by column, as one row. Live, one run's counts vary
+    with how the detection threads raced the encoder; the median of
+    several runs is what a change is measured by."""
+    runs = {}
+    for line in open(record):
+        r = json.loads(line)
+        runs.setdefault(r.pop("stage"), []).append(r)
+    for stage, label in (kv.split("=", 1) for kv in labels):
+        rows = runs.get(stage, [])
+        if len(rows) < 2:
+            continue
+        med = {k: float(np.median([r[k] for r in rows])) for k in rows[0]}
+        shown = {k: (int(round(v)) if k not in ("hidden_share", "outside", "cpu", "rss") else v) for k, v in med.items()}
+        spread = f"recognisable {min(r['recognisable'] for r in rows)}–{max(r['recognisable'] for r in rows)}, " \
+                 f"hiding {min(r['hiding'] for r in rows)}–{max(r['hiding'] for r in rows)}"
+        note = f"{med['cpu']:3.0f} %   {med['rss']:4.0f} MB   ({spread})" if "cpu" in med else f"({spread})"
+        print_row(f"{label}, median of {len(rows)}", shown, note)
 
 
 TRACED_FRAME = re.compile(r"frame (\d+) at \d+ ms: hiding \[(.*)\], (\d+) unconfirmed runs")
@@ -675,5 +713,7 @@ if __name__ == "__main__":
         {"moving": make_moving, "fixed": make_fixed, "crowd": make_crowd}[kind](w, h, *sys.argv[5:8])
     elif sys.argv[1] == "attribute":
         attribute(*sys.argv[2:6])
+    elif sys.argv[1] == "summary":
+        summary(sys.argv[2], sys.argv[3:])
     else:
-        judge(*sys.argv[2:7])
+        judge(*sys.argv[2:10])
