@@ -244,17 +244,12 @@ public final class FaceBlurStage: FrameProcessor {
     public let settings: FaceBlurSettings
     private let realTime: Bool
     private let logger: Logger
-    /// Each detection thread's detectors: CenterFace for whole frames, the
-    /// one for tiles and follows (CenterFace in 8-bit integers where
-    /// installed, else the same), and YuNet when follows run on it first.
+    /// Each detection thread's detectors: CenterFace for every search (in
+    /// 8-bit integers screened by the float network where installed, else in
+    /// floating point), and YuNet when follows run on it first.
     private struct Detectors {
         var centerFace: any FaceDetecting
-        var tilesAndFollows: any FaceDetecting
         var yuNet: (any FaceDetecting)?
-
-        func centerFace(for kind: DetectionPlanner.Kind) -> any FaceDetecting {
-            kind == .whole ? centerFace : tilesAndFollows
-        }
     }
     private let detectors: [Detectors]
     /// The spare-time thread's detector (`spareTileScale`, live only).
@@ -396,27 +391,24 @@ public final class FaceBlurStage: FrameProcessor {
             switch (settings.precision, quantized) {
             case (.float, _): logger.info("face detection runs in floating point (privacy.precision = \"float\")")
             case (_, nil): logger.info("face detection runs in floating point: \(FaceDetector.quantizedModelName) is not installed beside the model, or ONNX Runtime is not used")
-            case (_, .some): logger.info("tiles and follows run on \(FaceDetector.quantizedModelName) (8-bit integers; what it is unsure of searched again in floating point), whole frames in floating point")
+            case (_, .some): logger.info("face detection runs on \(FaceDetector.quantizedModelName) (8-bit integers; what it is unsure of searched again in floating point)")
             }
         }
-        let makeTilesAndFollows: (any FaceDetecting) throws -> any FaceDetecting = { centerFace in
-            guard let quantized else { return centerFace }
-            return ScreenedDetector(screen: try FaceDetector(sharing: quantized), reference: centerFace)
+        let screened: (any FaceDetecting) throws -> any FaceDetecting = { float in
+            guard let quantized else { return float }
+            return ScreenedDetector(screen: try FaceDetector(sharing: quantized), reference: float)
         }
         let yuNetPath = settings.yuNetLibraryPath
             ?? ((settings.modelPath as NSString).deletingLastPathComponent as NSString).appendingPathComponent(YuNetDetector.libraryName)
         detectors = try (0..<workers).map { _ in
-            let centerFace = try make(settings)
+            let float = try make(settings)
             // A test that asks for YuNet with its own detector gets that detector for it too.
             let yuNet: (any FaceDetecting)? = settings.followNetwork != .yuNet ? nil
-                : makeDetector != nil ? centerFace : try YuNetDetector(libraryPath: yuNetPath)
-            return Detectors(centerFace: centerFace, tilesAndFollows: try makeTilesAndFollows(centerFace), yuNet: yuNet)
+                : makeDetector != nil ? float : try YuNetDetector(libraryPath: yuNetPath)
+            return Detectors(centerFace: try screened(float), yuNet: yuNet)
         }
         // Spare-time tiles are CenterFace searches only.
-        spareDetectors = try spareTime ? {
-            let centerFace = try make(settings)
-            return Detectors(centerFace: centerFace, tilesAndFollows: try makeTilesAndFollows(centerFace), yuNet: nil)
-        }() : nil
+        spareDetectors = try spareTime ? Detectors(centerFace: try screened(make(settings)), yuNet: nil) : nil
         runningWorkers = detectors.count + (spareDetectors == nil ? 0 : 1)
         for (i, detector) in detectors.enumerated() {
             start("face-detection-\(i + 1)") { [weak self] in self?.detectionLoop(detector) }
@@ -930,7 +922,7 @@ public final class FaceBlurStage: FrameProcessor {
             try job.luma.withUnsafeBufferPointer { luma in
                 let whole = FaceRect(x: 0, y: 0, width: Double(job.width), height: Double(job.height))
                 let onCenterFace = {
-                    try detectors.centerFace(for: job.pass.kind).detect(luma: luma.baseAddress!, width: job.width, height: job.height, stride: job.width,
+                    try detectors.centerFace.detect(luma: luma.baseAddress!, width: job.width, height: job.height, stride: job.width,
                                                     region: whole, input: job.pass.input, keepAspect: job.pass.keepAspect,
                                                     threshold: self.settings.threshold)
                 }

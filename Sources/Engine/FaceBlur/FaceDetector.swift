@@ -77,9 +77,10 @@ public enum InferenceRuntime: String, Sendable, CaseIterable {
 /// Which searches run CenterFace quantised to 8-bit integers
 /// (`FaceDetector.quantizedModelName`).
 public enum SearchPrecision: String, Sendable, CaseIterable {
-    /// Tiles and follows in 8-bit integers where ONNX Runtime and the
-    /// quantised model are installed; whole frames always in floating point
-    /// (quantised, they found a large false face on one clip: docs/privacy.md).
+    /// Every search in 8-bit integers where ONNX Runtime and the quantised
+    /// model are installed, what it is unsure of settled in floating point
+    /// (`ScreenedDetector`: alone, the 8-bit network found a large false
+    /// face on one clip, docs/privacy.md).
     case auto
     /// Every search in floating point.
     case float
