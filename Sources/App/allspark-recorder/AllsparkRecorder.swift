@@ -15,10 +15,11 @@ struct AllsparkRecorder: ParsableCommand {
         discussion: """
             Start with the demo, which needs no camera:
               allspark-recorder run --config config/demo.toml
-            Chunks appear as chunk_<start epoch ms>.mp4 in the storage folder; list them with
+            Chunks appear as chunk_<start epoch ms>.mp4 in the storage folder; list \
+            them with:
               allspark-recorder chunks --storage recordings/demo
             Any config key can be overridden: --set recording.chunk_duration_ms=10000
-            AllSpark servers announced on the network (Avahi) are listed by
+            AllSpark servers announced on the network (Avahi) are listed by:
               allspark-recorder discover
             """,
         version: ProductVersion.current,

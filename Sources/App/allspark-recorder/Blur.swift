@@ -9,15 +9,18 @@ struct Blur: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Pixelate every face in a video file (the recorder's own privacy stage, offline).",
         discussion: """
-            The output container follows its extension (.mp4 or .mov); the frame count is kept.
-            The result is written to a hidden file beside the output and gets its name only once
-            complete and playable; the output may never be the input, and an existing output is
-            replaced only with --force.
-            Stage options come from [privacy] of --config (default: config/default.toml's defaults) and --set.
-            Unless set, the search is denser than live, which has a deadline (detect_width 640,
-            whole_every 4, tile_every 16, tile_scale 1.5): small faces in a crowd are found, and faces found late
-            are traced back through the frames held.
-              allspark-recorder blur in.mp4 out.mp4 --set privacy.mode=fill --set privacy.threshold=0.25
+            The output container follows its extension (.mp4 or .mov); the frame count \
+            is kept. The result is written to a hidden file beside the output and gets \
+            its name only once complete and playable; the output may never be the \
+            input, and an existing output is replaced only with --force.
+
+            Stage options come from [privacy] of --config (default: \
+            config/default.toml's defaults) and --set. Unless set, the search is \
+            denser than live, which has a deadline (detect_width 640, whole_every 4, \
+            tile_every 16, tile_scale 1.5): small faces in a crowd are found, and \
+            faces found late are traced back through the frames held. Example:
+              allspark-recorder blur in.mp4 out.mp4 \\
+                --set privacy.mode=fill --set privacy.threshold=0.25
             """)
 
     @Argument(help: "The video to anonymise.")

@@ -8,9 +8,12 @@ struct CheckPipeline: ParsableCommand {
         commandName: "check-pipeline",
         abstract: "Check a pipeline description: syntax, installed elements, the blur_in/blur_out/chunks contract and the privacy boundary.",
         discussion: """
-            Variables come from --config's [pipeline.vars] and from --set pipeline.vars.NAME=VALUE:
-              allspark-recorder check-pipeline pipelines/v4l2.pipeline --set pipeline.vars.device=/dev/video0 \\
-                --set pipeline.vars.width=1280 --set pipeline.vars.height=720 --set pipeline.vars.framerate=30
+            Variables come from --config's [pipeline.vars] and from \
+            --set pipeline.vars.NAME=VALUE:
+              allspark-recorder check-pipeline pipelines/v4l2.pipeline \\
+                --set pipeline.vars.device=/dev/video0 \\
+                --set pipeline.vars.width=1280 --set pipeline.vars.height=720 \\
+                --set pipeline.vars.framerate=30
             """)
 
     @Argument(help: "The pipeline file.")

@@ -9,13 +9,16 @@ struct Pair: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Pair with an AllSpark server by showing the camera the QR code on the server's page.",
         discussion: """
-            Runs the recorder with this config (it records as `run` does) and looks for a QR code
-            holding host:port (optionally ws://, wss://, http://, https://) in the live picture,
-            before the privacy stage; those frames are never recorded. The first code whose server
-            answers GET /api/health with "status":"ok" becomes the server host, kept in the storage
-            folder (server-link.json) over the config's server.host. Stop the running service first:
-            the camera can have one user at a time.
-            Exits 0 once paired (after finishing the current chunk), 1 when no server was paired in time.
+            Runs the recorder with this config (it records as `run` does) and looks for \
+            a QR code holding host:port (optionally ws://, wss://, http://, https://) in \
+            the live picture, before the privacy stage; those frames are never recorded. \
+            The first code whose server answers GET /api/health with "status":"ok" \
+            becomes the server host, kept in the storage folder (server-link.json) over \
+            the config's server.host. Stop the running service first: the camera can \
+            have one user at a time.
+
+            Exits 0 once paired (after finishing the current chunk), 1 when no server \
+            was paired in time.
             """)
 
     @Option(help: "The config file (TOML), e.g. /etc/allspark-recorder/config/recorder.toml.")

@@ -11,8 +11,9 @@ struct Run: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Record continuously until Ctrl-C / SIGTERM (the current chunk is finished first).",
         discussion: """
-            SIGHUP re-reads the config file: chunk length, container and buffer size change at the
-            next chunk without stopping capture; a changed pipeline restarts it after the current chunk.
+            SIGHUP re-reads the config file: chunk length, container and buffer size \
+            change at the next chunk without stopping capture; a changed pipeline \
+            restarts it after the current chunk.
             """)
 
     @Option(help: "The config file (TOML), e.g. config/demo.toml.")

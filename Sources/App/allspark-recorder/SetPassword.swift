@@ -8,10 +8,14 @@ struct SetPassword: ParsableCommand {
         commandName: "set-password",
         abstract: "Set the web console's password (user admin), read from standard input.",
         discussion: """
-            Stores a salted PBKDF2 hash in the storage folder of --config (never the password):
-              echo 'a long passphrase' | allspark-recorder set-password --config /etc/allspark-recorder/recorder.toml
-            Without it the service makes a password at its first start and logs it once.
-            Sessions already logged in stay until they expire or the service restarts.
+            Stores a salted PBKDF2 hash in the storage folder of --config (never the \
+            password):
+              echo 'a long passphrase' | allspark-recorder set-password \\
+                --config /etc/allspark-recorder/recorder.toml
+
+            Without it the service makes a password at its first start and logs it \
+            once. Sessions already logged in stay until they expire or the service \
+            restarts.
             """)
 
     @Option(help: "The config file (its recording.storage_dir keeps the password hash).")

@@ -9,9 +9,12 @@ struct Upload: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Send the recorded chunks of a time range to the AllSpark server now (a local user's request).",
         discussion: """
-            Uses the config's [server] and storage folder; the recorder may keep running meanwhile.
-              allspark-recorder upload --config /etc/allspark-recorder/recorder.toml --from -300
-            sends the last five minutes. Exits 0 when every chunk arrived, 1 otherwise.
+            Uses the config's [server] and storage folder; the recorder may keep \
+            running meanwhile. To send the last five minutes:
+              allspark-recorder upload --from -300 \\
+                --config /etc/allspark-recorder/recorder.toml
+
+            Exits 0 when every chunk arrived, 1 otherwise.
             """)
 
     @Option(help: "The config file (its [server] and recording.storage_dir are used).")
