@@ -16,7 +16,7 @@ final class CommandLineHelpTests: XCTestCase {
         for command in commands {
             let result = try runTool(recorderExecutable, command + ["--help"], environment: environment)
             XCTAssertEqual(result.status, 0, result.output)
-            let page = "allspark-recorder \(command.joined()) --help"
+            let page = (["allspark-recorder"] + command + ["--help"]).joined(separator: " ")
             // The overview and discussion: everything before the usage line (which is long by design).
             let text = result.output.components(separatedBy: "\nUSAGE:")[0]
             XCTAssertTrue(text.hasPrefix("OVERVIEW: "), "\(page): \(result.output)")
