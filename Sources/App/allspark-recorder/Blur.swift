@@ -17,7 +17,7 @@ struct Blur: ParsableCommand {
             Stage options come from [privacy] of --config (default: \
             config/default.toml's defaults) and --set. Unless set, the search is \
             denser than live, which has a deadline (detect_width 640, whole_every 4, \
-            tile_every 16, tile_scale 1.5): small faces in a crowd are found, and \
+            tile_every 16, tile_scale 1.25): small faces in a crowd are found, and \
             faces found late are traced back through the frames held. Example:
               allspark-recorder blur in.mp4 out.mp4 \\
                 --set privacy.mode=fill --set privacy.threshold=0.25

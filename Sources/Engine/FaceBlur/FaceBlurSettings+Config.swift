@@ -12,7 +12,9 @@ extension FaceBlurSettings {
         if let n = privacy.detectWidth { detectWidth = n }
         if let n = privacy.wholeEvery { wholeEvery = n }
         if let n = privacy.tileEvery { tileEvery = n }
-        if let n = privacy.tileScale { tileScale = n }
+        if let n = privacy.tileScale {
+            if offline { useOfflineTiles(scale: n) } else { tileScale = n }
+        }
         followEvery = privacy.followEvery
         maxLatencyNs = UInt64(privacy.maxLatencyMs) * 1_000_000
         whenBehind = WhenBehind(rawValue: privacy.whenBehind) ?? .pixelate

@@ -134,15 +134,11 @@ public struct FaceBlurSettings: Equatable, Sendable {
         if offline {
             wholeEvery = 4
             tileEvery = 16
-            // Regions fit the faces (grown in face sizes, not in sizes of the united box), so they no
-            // longer hide by accident the small faces no search found: tiles are searched enlarged
-            // 1.5× (faces from ~15 px). On the crowd clip: 91 of 5453 face-frames recognisable (94
-            // before), damage outside faces 3.37 → 2.30, at 0.57× → 0.36× real time.
-            tileScale = 1.5
-            // 3 × 2 tiles at 720p, not 5 × 4 at the live tiles' input: the small tiles' overlaps
-            // searched nearly twice the picture. Crowd clip: tile detections 29.8 → 19.2 s, the whole
-            // run 26.0 → 21.4 s at the same recognisable faces (44 → 45 of 5453), peak RSS 385 → 480 MB.
-            tileInputWidth = 736; tileInputHeight = 608
+            // Tiles enlarged for the detector find the small faces of a crowd (regions fit the faces,
+            // so they no longer hide unfound small faces by accident). 1.25× (faces from ~18 px), not
+            // 1.5× (~15 px): a 608×512 network input per tile, not 736×608, 30 % fewer pixels, at the
+            // same recognisable face-frames on every bench clip (docs/privacy.md).
+            useOfflineTiles(scale: 1.25)
             maxQueuedFrames = max(wholeEvery, tileEvery) + 16
             // Offline has no deadline: its regular tiles are the enlarged ones.
             spareTileScale = 0
@@ -150,6 +146,22 @@ public struct FaceBlurSettings: Equatable, Sendable {
             // (a template's box is a few pixels less exact than the network's).
             templateFollows = 0
         }
+    }
+
+    /// Offline tiles cover about this much of the frame, whatever they are
+    /// enlarged by: 3 × 2 tiles at 720p, not the 5 × 4 or more that live's
+    /// tile input enlarged would make, whose 64 px overlaps searched nearly
+    /// twice the picture (crowd clip: tile detections 29.8 → 19.2 s, the
+    /// same faces found).
+    static let offlineTileCover = (width: 486.0, height: 410.0)
+
+    /// Offline tiles enlarged `scale` times: each covers `offlineTileCover`,
+    /// the network input grows with the scale (rounded to multiples of 32).
+    public mutating func useOfflineTiles(scale: Double) {
+        tileScale = scale
+        let input = { (side: Double) in max(32, Int((side * min(3, max(1, scale)) / 32).rounded()) * 32) }
+        tileInputWidth = input(Self.offlineTileCover.width)
+        tileInputHeight = input(Self.offlineTileCover.height)
     }
 
     func plannerSettings(realTime: Bool) -> DetectionPlanner.Settings {

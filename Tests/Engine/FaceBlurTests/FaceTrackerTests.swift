@@ -112,21 +112,31 @@ final class FaceTrackerTests: XCTestCase {
     func testFittedRegionsEverywhereAndEnlargedTilesOffline() throws {
         let offline = FaceBlurSettings(modelPath: "m", offline: true), live = FaceBlurSettings(modelPath: "m")
         XCTAssertTrue(offline.tracker.growsByFaceSize)
-        XCTAssertEqual(offline.plannerSettings(realTime: false).tileScale, 1.5)
+        XCTAssertEqual(offline.plannerSettings(realTime: false).tileScale, 1.25)
         XCTAssertTrue(live.tracker.growsByFaceSize)
         XCTAssertEqual(live.plannerSettings(realTime: true).tileScale, 1)
         // Offline's enlarged tiles are large (3 × 2 at 720p, as live's at full resolution): 20 small
         // ones searched nearly twice the picture's pixels, in their overlaps.
-        let offlinePlanner = DetectionPlanner(settings: offline.plannerSettings(realTime: false), tracker: FaceTracker(), width: 1280, height: 720)
-        XCTAssertEqual(offlinePlanner.areas.count - 1, 6)
-        XCTAssertTrue(offlinePlanner.areas.dropFirst().allSatisfy { $0.rect.width == 490 && $0.rect.height == 405 }, "\(offlinePlanner.areas.map(\.rect))")
+        func offlineTiles(_ settings: FaceBlurSettings) -> [FaceRect] {
+            let planner = DetectionPlanner(settings: settings.plannerSettings(realTime: false), tracker: FaceTracker(), width: 1280, height: 720)
+            return planner.areas.dropFirst().map(\.rect)
+        }
+        XCTAssertEqual(offline.plannerSettings(realTime: false).tileWidth, 608)
+        XCTAssertEqual(offline.plannerSettings(realTime: false).tileHeight, 512)
+        XCTAssertEqual(offlineTiles(offline).count, 6)
+        XCTAssertTrue(offlineTiles(offline).allSatisfy { $0.width == 486 && $0.height == 409 }, "\(offlineTiles(offline))")
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("tile-scale-\(getpid()).toml")
         try "[recording]\npipeline = \"p\"\n[privacy]\ntile_scale = 2\n".write(to: file, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: file) }
         var privacy = try ConfigLoader.load(file: file.path).privacy
-        XCTAssertEqual(FaceBlurSettings(privacy, offline: true).plannerSettings(realTime: false).tileScale, 2)
+        // Another scale enlarges the same grid more (a larger network input), not a finer grid.
+        let twice = FaceBlurSettings(privacy, offline: true)
+        XCTAssertEqual(twice.plannerSettings(realTime: false).tileScale, 2)
+        XCTAssertEqual(offlineTiles(twice).count, 6)
+        XCTAssertTrue(offlineTiles(twice).allSatisfy { abs($0.width - 486) < 16 && abs($0.height - 409) < 16 }, "\(offlineTiles(twice))")
+        XCTAssertEqual(FaceBlurSettings(privacy, offline: false).plannerSettings(realTime: true).tileScale, 2, "live takes the scale as it is")
         privacy.tileScale = nil
-        XCTAssertEqual(FaceBlurSettings(privacy, offline: true).plannerSettings(realTime: false).tileScale, 1.5)
+        XCTAssertEqual(FaceBlurSettings(privacy, offline: true).plannerSettings(realTime: false).tileScale, 1.25)
     }
 
     func testFollowsAMovingFaceAndCoversItBetweenObservations() {
