@@ -59,9 +59,10 @@ public struct FaceBlurSettings: Equatable, Sendable {
     /// (0: no tiles).
     public var tileEvery = 24
     /// How much each tile is enlarged for the detector: 1 searches tiles at
-    /// full resolution (faces from ~22 px at 720p); 1.5 searches tiles of
-    /// two thirds the size enlarged 1.5× (faces from ~15 px), 2.25 times
-    /// as many tile searches.
+    /// full resolution (faces from ~22 px at 720p); live, 1.5 searches tiles
+    /// of two thirds the size enlarged 1.5× (faces from ~15 px), 2.25 times
+    /// as many tile searches. Offline (`useOfflineTiles`) the grid stays and
+    /// the network input grows instead.
     public var tileScale = 1.0
     /// Live: a second tile grid, enlarged this much (faces from ~15 px at
     /// 1.5), searched only with CPU the machine leaves unused (`SpareCPU`),
