@@ -568,6 +568,9 @@ final class ChunkSink {
         lock.withLock { open.count - (writing.map { open[$0] == nil ? 0 : 1 } ?? 0) }
     }
 
+    /// When the oldest chunk opened and not yet closed started (wall-clock ns).
+    var oldestOpenStartNs: UInt64? { lock.withLock { open.values.map(\.startNs).min() } }
+
     /// True when the stream has ended and its last chunk is closed.
     var isFinished: Bool { lock.withLock { inputEnded && open.isEmpty } }
 

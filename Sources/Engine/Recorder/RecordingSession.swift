@@ -48,6 +48,8 @@ final class RecordingSession {
     /// The audio from `audio_in`, when the pipeline has an audio path.
     private let audio: AudioTrack?
     private let companions: CompanionWriter
+    /// Finished chunks are reported in the order they started.
+    private var reportOrder = ChunkReportOrder<FinishedChunk>()
 
     /// Runs on the main loop once a chunk and its companions are written.
     var onChunkFinished: ((FinishedChunk) -> Void)?
@@ -185,17 +187,33 @@ final class RecordingSession {
 
     /// Names the chunk (probing its file first when it must be checked) and
     /// writes its companions on the worker (in chunk order: it is serial),
-    /// then reports the chunk with them, on the main loop. The report is
-    /// kept even if this session is gone by then; a stop's completion, queued
-    /// on the same worker later, comes after it.
+    /// then reports it with them on the main loop, oldest first (see
+    /// `ChunkReportOrder`). The session stays alive until the report is
+    /// made; a stop's completion, queued on the same worker later, comes after it.
     private func finished(_ closing: ChunkSink.Closing) {
-        let deliver = onChunkFinished
+        let startNs = closing.fragment.startNs
+        reportOrder.closed(startNs: startNs)
         worker.async { [companions] in
-            guard let (finished, job) = closing.finalize() else { return }
-            var chunk = finished
-            chunk.companions = companions.write(job)
-            MainLoop.post { deliver?(chunk) }
+            let chunk = closing.finalize().map { finished, job -> FinishedChunk in
+                var chunk = finished
+                chunk.companions = companions.write(job)
+                return chunk
+            }
+            MainLoop.post { self.named(chunk, startNs: startNs) }
         }
+    }
+
+    private func named(_ chunk: FinishedChunk?, startNs: UInt64) {
+        report(reportOrder.named(chunk, startNs: startNs, oldestOpenStartNs: oldestOpenStartNs))
+    }
+
+    /// While the pipeline runs, a chunk still open holds younger ones back; once it
+    /// is stopped, what is still open is never closed (a broken writer, a stop that
+    /// timed out) and the repair pass names it instead.
+    private var oldestOpenStartNs: UInt64? { isRunning ? chunkSink.oldestOpenStartNs : nil }
+
+    private func report(_ chunks: [FinishedChunk]) {
+        for chunk in chunks { onChunkFinished?(chunk) }
     }
 
     /// The chunk sink could not create its next chunk's file: the same as a
@@ -276,6 +294,7 @@ final class RecordingSession {
         // pipeline's streaming threads can stop and the worker is not held.
         framePath.unblock()
         loaded.pipeline.setState(.null)
+        report(reportOrder.release(oldestOpenStartNs: nil))
         // No more audio comes: a last chunk's cut takes what there is.
         audio?.end()
         loaded.audioSink?.clearHandlers()
