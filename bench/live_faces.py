@@ -2,7 +2,7 @@
 """Builds the live face benchmark clips and judges anonymised versions of them.
 
   live_faces.py make moving|fixed|crowd WIDTH HEIGHT ASSETS_DIR OUT_RAW OUT_TRUTH_JSON
-  live_faces.py judge RAW_IN RAW_OUT TRUTH_JSON [LABEL [NOTE [RECORD STAGE [RESOURCES]]]]   # one table row
+  live_faces.py judge RAW_IN RAW_OUT TRUTH_JSON [LABEL [NOTE [RECORD STAGE [RESOURCES [RAW_PLAIN]]]]]   # one table row
   live_faces.py summary RECORD STAGE=LABEL...                      # each stage's median run
   live_faces.py attribute RAW_IN RAW_OUT TRUTH_JSON STAGE_LOG      # which rule hid beyond faces
 
@@ -40,7 +40,12 @@ is a face too: it is left out of "outside", since hiding it is not hiding
 the scene (the truth lists these as "partial"). It also finds what was hidden outside those boxes (hidden_blocks):
 16x16 blocks that had structure in the source and lost most of their
 detail; a frame "hides beyond faces" when such blocks cover at least 1 %
-of its picture outside the faces. Prints one table row
+of its picture outside the faces. Given a plain recording of the same clip
+(RAW_PLAIN: blur off, the same encoder), it also counts the frames where
+the stage itself hid beyond faces (own_hidden_blocks): blocks that lost
+most of the detail the plain recording kept, so that what the encoder
+loses anyway (a whip-pan's blur, dusk's noise smoothed away) is not
+counted against the stage. Prints one table row
 (bench/live-faces prints the header).
 """
 import contextlib
@@ -549,6 +554,16 @@ def hidden_blocks(a, b, mask):
     return int(hidden.sum()), int(outside.sum())
 
 
+def own_hidden_blocks(a, b, plain, mask):
+    """Blocks outside the faces (mask) that the stage itself hid: as in
+    hidden_blocks, but the detail lost is measured against the plain
+    recording of the same clip rather than the source, so that the
+    encoder's own losses (which the plain recording shares) do not count."""
+    a4, b2, p2 = texture(a, 4), texture(b, 2), texture(plain, 2)
+    outside = mask[:a4.shape[0] * 16:16, :a4.shape[1] * 16:16]
+    return int(((a4 >= 6) & (b2 < 0.3 * p2) & outside).sum())
+
+
 def iou(a, b):
     ax, ay, aw, ah = a
     bx, by, bw, bh = b
@@ -558,23 +573,26 @@ def iou(a, b):
     return i / (aw * ah + bw * bh - i) if i > 0 else 0
 
 
-def judge(raw_in, raw_out, truth_path, label="", note="", record="", stage="", resources=""):
+def judge(raw_in, raw_out, truth_path, label="", note="", record="", stage="", resources="", raw_plain=""):
     """One row of the table: how the recording `raw_out` hides the faces of
     `raw_in` and damages the rest. With `record`, the row's numbers are also
     appended to that file as a JSON line under `stage` (the stage it judged),
-    with `resources` ("CPU % peak-RSS-MB"), for `summary`."""
+    with `resources` ("CPU % peak-RSS-MB"), for `summary`. With `raw_plain`
+    (a plain recording of the same clip), the frames where the stage itself
+    hid beyond faces too (own_hidden_blocks)."""
     t = json.load(open(truth_path))
     W, H, truth, people = t["width"], t["height"], t["faces"], t["people"]
     partial = t.get("partial", [[] for _ in truth])
     held_out = t.get("held_out", HELD_OUT)
     before, after = frames(raw_in, W, H), frames(raw_out, W, H)
-    n = min(len(before), len(after), len(truth))
+    plain = frames(raw_plain, W, H) if raw_plain else None
+    n = min(len(before), len(after), len(truth), len(plain) if plain else N * 10)
     cf = centerface((W, H))
     face_frames = recognisable = black = 0
     held = [0, 0]
     reasons = {}
     outside_sum = outside_count = 0.0
-    hiding_frames, hidden_share = 0, 0.0
+    hiding_frames, hidden_share, own_frames = 0, 0.0, 0
     for i in range(n):
         a, b = before[i], after[i]
         if b.max() <= 40 or b.std() < 2:
@@ -608,12 +626,16 @@ def judge(raw_in, raw_out, truth_path, label="", note="", record="", stage="", r
             share = hidden / max(1, blocks)
             hidden_share += share
             hiding_frames += share >= 0.01
+            if plain:
+                own_frames += own_hidden_blocks(a, b, plain[i], mask) >= 0.01 * max(1, blocks)
     for key in sorted(reasons):
         fr = reasons[key]
         print(f"  {label} recognisable: {key}: {len(fr)} frames ({fr[0]}..{fr[-1]})", file=sys.stderr)
     n = max(1, n)
     row = {"recognisable": recognisable, "face_frames": face_frames, "black": black, "held": held[1], "held_frames": held[0],
            "hiding": hiding_frames, "hidden_share": hidden_share / n, "outside": outside_sum / max(1, outside_count), "frames": n}
+    if plain:
+        row["own"] = own_frames
     if resources:
         row["cpu"], row["rss"] = map(float, resources.split())
     print_row(label, row, note)
@@ -624,9 +646,10 @@ def judge(raw_in, raw_out, truth_path, label="", note="", record="", stage="", r
 
 def print_row(label, r, note):
     n = max(1, r["frames"])
+    own = f"{r['own']}/{n}" if "own" in r else "–"
     print(f"{label:<30} {r['recognisable']:>4}/{r['face_frames']:<5} {100 * r['recognisable'] / max(1, r['face_frames']):5.1f} %  "
           f"{r['black']:>4}/{n:<4} {100 * r['black'] / n:5.1f} %  {r['held']:>3}/{r['held_frames']:<4} "
-          f"{r['hiding']:>4}/{n:<4} {100 * r['hidden_share']:5.1f} %  {r['outside']:8.2f}   {note}")
+          f"{r['hiding']:>4}/{n:<4} {100 * r['hidden_share']:5.1f} %  {own:<9} {r['outside']:6.2f}     {note}")
 
 
 def summary(record, labels):
@@ -642,7 +665,7 @@ def summary(record, labels):
         rows = runs.get(stage, [])
         if len(rows) < 2:
             continue
-        med = {k: float(np.median([r[k] for r in rows])) for k in rows[0]}
+        med = {k: float(np.median([r[k] for r in rows])) for k in rows[0] if all(k in r for r in rows)}
         shown = {k: (int(round(v)) if k not in ("hidden_share", "outside", "cpu", "rss") else v) for k, v in med.items()}
         spread = f"recognisable {min(r['recognisable'] for r in rows)}–{max(r['recognisable'] for r in rows)}, " \
                  f"hiding {min(r['hiding'] for r in rows)}–{max(r['hiding'] for r in rows)}"
@@ -716,4 +739,4 @@ if __name__ == "__main__":
     elif sys.argv[1] == "summary":
         summary(sys.argv[2], sys.argv[3:])
     else:
-        judge(*sys.argv[2:10])
+        judge(*sys.argv[2:11])
