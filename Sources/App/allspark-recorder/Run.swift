@@ -19,7 +19,8 @@ struct Run: ParsableCommand {
     @Option(help: "The config file (TOML), e.g. config/demo.toml.")
     var config: String
 
-    @Option(help: "Stop after this many seconds instead of running until a signal.")
+    @Option(help: ArgumentHelp("Stop after this many seconds of recording instead of running until a signal.",
+                               discussion: "Counted from the first frame recorded. A source that sends nothing ends the run as long after the pipeline started, as a failure."))
     var duration: Double?
 
     @OptionGroup var common: CommonOptions
@@ -46,7 +47,27 @@ struct Run: ParsableCommand {
         }
         // Set once the console listens: where to watch, said with "Recording to".
         var watchAt = ""
+        // --duration is recording time: it counts from the first frame recorded, so that the
+        // start's check of the storage folder (long for thousands of files) does not eat into it.
+        // Until then, a source that sends nothing ends the run as long after the pipeline started.
+        var endRun: (String) -> Void = { _ in }
+        var durationTimer: MainLoop.Source?
+        var timingRecording = false
+        func timeRun(_ duration: Double, fromRecording: Bool) {
+            guard !timingRecording else { return }
+            if !fromRecording, durationTimer != nil { return }
+            timingRecording = fromRecording
+            durationTimer?.cancel()
+            durationTimer = MainLoop.after(duration) { endRun("--duration \(duration) s reached") }
+        }
         service.onRecorderStateChange = { state in
+            if let duration {
+                switch state {
+                case .recording: timeRun(duration, fromRecording: true)
+                case .waitingToRetry: timeRun(duration, fromRecording: false)
+                case .waitingForSource, .stopped, .stopping: break
+                }
+            }
             switch state {
             case .recording:
                 say("Recording to \(storage)\(watchAt) — press Ctrl-C to stop.")
@@ -61,6 +82,7 @@ struct Run: ParsableCommand {
         } catch {
             fail("\(error)")
         }
+        if let duration { service.recorder?.onPipelineStarted = { timeRun(duration, fromRecording: false) } }
         // The console is a window on the recorder: when it cannot listen, recording goes on without it.
         var console: Console?
         if service.configuration.console.enabled {
@@ -74,18 +96,17 @@ struct Run: ParsableCommand {
         }
         let loop = MainLoop()
         let shutdown = { (reason: String) in
+            durationTimer?.cancel()
             console?.stop()
             service.stop(reason: reason) { loop.quit() }
         }
+        endRun = shutdown
         // Keep the signal sources alive for the life of the loop.
         let sources = [
             MainLoop.onSignal(SIGINT) { shutdown("interrupted") },
             MainLoop.onSignal(SIGTERM) { shutdown("terminated") },
             MainLoop.onSignal(SIGHUP) { service.reload() },
         ]
-        if let duration {
-            MainLoop.after(duration) { shutdown("--duration \(duration) s reached") }
-        }
         loop.run()
         _ = sources
         logger.notice("stopped: \(service.summary)")

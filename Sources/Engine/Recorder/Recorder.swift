@@ -70,6 +70,9 @@ public final class Recorder {
     public var onChunkFinished: ((FinishedChunk) -> Void)?
     /// Called on the main loop whenever `state` changes.
     public var onStateChange: ((State) -> Void)?
+    /// Called on the main loop each time a pipeline has started and waits for its
+    /// first frame: after the storage folder was checked, and after each restart.
+    public var onPipelineStarted: (() -> Void)?
     /// Chunks finished and catalogued since this recorder was made.
     public private(set) var chunksRecorded = 0
     /// Why the last pipeline run failed or stopped producing frames, for
@@ -227,6 +230,7 @@ public final class Recorder {
             pipelineFingerprint = fingerprint(of: config)
             try session.start()
             state = .waitingForSource
+            onPipelineStarted?()
             logger.notice("started \(loaded.template.file), waiting for the source; chunks go to \(catalog.directory.path) as \(tuning.recordsVideo ? tuning.videoFormat.rawValue : "no video (none)") chunks of \(tuning.chunkDurationMs) ms (frames through \(processor.name); audio: \(loaded.audioSink == nil ? "no audio_in branch" : tuning.audioFormat.rawValue); timestamps: \(tuning.timestampFormat.rawValue))")
         } catch {
             lastProblem = "cannot start recording: \(error)"

@@ -177,6 +177,35 @@ final class RecordingFaultTests: XCTestCase {
         XCTAssertEqual(try ChunkCatalog.readIndex(of: storage.url), [])
     }
 
+    /// `--duration` is recording time: a source whose first frame comes late (here
+    /// a queue that holds 2 s of frames back; in CI, a start that first checked
+    /// thousands of files in the storage folder) still gets its seconds recorded.
+    /// (A source that sends nothing within the duration fails the run: the test above.)
+    func testATimedRunCountsFromTheFirstFrameRecorded() throws {
+        let storage = TemporaryDirectory()
+        let pipelines = TemporaryDirectory()
+        let late = try writePipeline(pipelines, """
+            videotestsrc is-live=true pattern=ball
+              ! video/x-raw,format=I420,width=${width},height=${height},framerate=${framerate}/1
+              ! queue min-threshold-time=2000000000 max-size-time=0 max-size-buffers=0 max-size-bytes=0
+              ! appsink name=blur_in
+
+            appsrc name=blur_out
+              ! videoconvert
+              ! x264enc tune=zerolatency speed-preset=ultrafast key-int-max=${framerate} bitrate=${bitrate_kbps}
+              ! h264parse
+              ! splitmuxsink name=chunks
+            """)
+        let run = try runTool(recorderExecutable, ["run", "--config", repoPath("config/demo.toml"),
+                                                   "--set", "recording.storage_dir=\(storage.path)",
+                                                   "--set", "recording.pipeline=\(late)", "--set", "recording.frame_timeout_s=6",
+                                                   "--duration", "3"] + smallAndFast)
+        XCTAssertEqual(run.status, 0, run.output)
+        let recorded = try ChunkCatalog.readIndex(of: storage.url).map(\.duration).reduce(0, +)
+        // Counted from the start of the run, it would be about 1 s.
+        XCTAssertGreaterThan(recorded, 2.5, "three seconds recorded after the first frame: \(run.output)")
+    }
+
     func testExtraSinksAfterBlurOutRecordAsWell() throws {
         let storage = TemporaryDirectory()
         let pipelines = TemporaryDirectory()
