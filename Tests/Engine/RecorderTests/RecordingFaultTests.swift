@@ -16,9 +16,14 @@ final class RecordingFaultTests: XCTestCase {
     /// camera: closing it stops frames without any error, as a hung USB
     /// camera or a silent RTSP sender does.
     func freezablePipeline(_ dir: TemporaryDirectory, closed: Bool = false) throws -> String {
-        let file = dir.file("freezable.pipeline")
+        try testPipeline(dir, beforeBlurIn: "valve name=freeze drop=\(closed)", name: "freezable.pipeline")
+    }
+
+    /// pipelines/test.pipeline with `element` between the source and blur_in.
+    func testPipeline(_ dir: TemporaryDirectory, beforeBlurIn element: String, name: String) throws -> String {
+        let file = dir.file(name)
         try String(contentsOfFile: repoPath("pipelines/test.pipeline"), encoding: .utf8)
-            .replacingOccurrences(of: "  ! appsink name=blur_in", with: "  ! valve name=freeze drop=\(closed)\n  ! appsink name=blur_in")
+            .replacingOccurrences(of: "  ! appsink name=blur_in", with: "  ! \(element)\n  ! appsink name=blur_in")
             .write(to: file, atomically: true, encoding: .utf8)
         return file.path
     }
@@ -184,18 +189,8 @@ final class RecordingFaultTests: XCTestCase {
     func testATimedRunCountsFromTheFirstFrameRecorded() throws {
         let storage = TemporaryDirectory()
         let pipelines = TemporaryDirectory()
-        let late = try writePipeline(pipelines, """
-            videotestsrc is-live=true pattern=ball
-              ! video/x-raw,format=I420,width=${width},height=${height},framerate=${framerate}/1
-              ! queue min-threshold-time=2000000000 max-size-time=0 max-size-buffers=0 max-size-bytes=0
-              ! appsink name=blur_in
-
-            appsrc name=blur_out
-              ! videoconvert
-              ! x264enc tune=zerolatency speed-preset=ultrafast key-int-max=${framerate} bitrate=${bitrate_kbps}
-              ! h264parse
-              ! splitmuxsink name=chunks
-            """)
+        let late = try testPipeline(pipelines, beforeBlurIn: "queue min-threshold-time=2000000000 max-size-time=0 max-size-buffers=0 max-size-bytes=0",
+                                    name: "late.pipeline")
         let run = try runTool(recorderExecutable, ["run", "--config", repoPath("config/demo.toml"),
                                                    "--set", "recording.storage_dir=\(storage.path)",
                                                    "--set", "recording.pipeline=\(late)", "--set", "recording.frame_timeout_s=6",
