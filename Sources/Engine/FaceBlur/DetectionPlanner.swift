@@ -3,14 +3,13 @@ import Foundation
 /// Decides which detection to run next, on which frame and where, and
 /// when a frame in the delay line has been searched enough to leave.
 ///
-/// Three kinds of search (all CenterFace, each at its own network size):
+/// Three kinds of search (all CenterFace, at three fixed network sizes):
 /// - **whole**: the whole frame at `wholeWidth` (640: faces from ~45 px at
 ///   720p, up to frame-filling), with a margin mirrored past each edge
 ///   (`wholeFramePad`: faces cut by the edge);
 /// - **tile**: one tile of a grid at full resolution (faces from ~22 px;
 ///   tiles overlap by ≥ 64 px so a face too small for the whole-frame pass
-///   is whole in one of them; tiles on the frame's edges reach past them,
-///   mirrored, by `Settings.edgeTilePad`: faces cut by the edge);
+///   is whole in one of them);
 /// - **follow**: the surroundings of a face already found (a square of
 ///   `followScale` × its size around where it is expected, scaled to
 ///   96×96 px: small faces are enlarged, big ones shrunk), which keeps a
@@ -65,15 +64,6 @@ struct DetectionPlanner {
         var tileWidth = 480, tileHeight = 416
         /// Frames between passes over a tile while it changes (0: no tiles).
         var tileEvery = 16
-        /// Tiles on the frame's edges search this far beyond them (network
-        /// pixels, a multiple of 32; 0: not at all), mirrored: a face cut by
-        /// the edge is often too small for the whole-frame pass, mirrored or
-        /// not, unless a tile sees it at full resolution with its mirror
-        /// image. On the crowd clip's faces cut by an edge (`bench/cut_faces.py`),
-        /// a 480×416 tile found 62 of 139 face-frames with no margin and 86
-        /// with 48–64 px (24 that the whole frame misses, against 12); 96 px
-        /// found fewer. An edge tile costs a sixth to a third more.
-        var edgeTilePad = 64
         /// Tiles cover `tileWidth / tileScale` × `tileHeight / tileScale`
         /// pixels of the frame, enlarged to the network input (small faces
         /// become findable).
@@ -700,7 +690,9 @@ struct DetectionPlanner {
                                                               inputWidth: inputWidth),
                                 keepAspect: false, reference: reference, travel: frame.travel, sceneEpoch: sceneEpoch)
                 }
-                return tilePass(i, on: frame, reference: reference)
+                return Pass(kind: .tile(i), frame: t, time: frame.time, region: area.rect,
+                            input: (settings.tileWidth, settings.tileHeight), keepAspect: true, reference: reference,
+                            travel: frame.travel, sceneEpoch: sceneEpoch)
             }
         }
         return best?.pass
@@ -729,27 +721,9 @@ struct DetectionPlanner {
         }
         guard let i = due.min(by: { (-$0.unseen, $0.last, $0.area) < (-$1.unseen, $1.last, $1.area) })?.area
         else { return nil }
-        return tilePass(i, on: newest, reference: cells(of: areas[i], in: newest))
-    }
-
-    /// The search of tile `i` on `frame`: the tile, grown past each edge of
-    /// the frame it lies on by `Settings.edgeTilePad` network pixels (mirrored there,
-    /// like the whole frame's margin), with the network input grown as much,
-    /// so the tile keeps its scale. The area (change gating, what the pass
-    /// vouches for) stays the tile inside the picture.
-    private func tilePass(_ i: Int, on frame: Frame, reference: [UInt8]) -> Pass {
-        let rect = areas[i].rect
-        let scale = vouchingAreas.contains(i) ? settings.tileScale : settings.spareTileScale
-        let pad = Double(settings.edgeTilePad) / scale
-        let (left, right) = (rect.x <= 0, rect.maxX >= Double(width))
-        let (top, bottom) = (rect.y <= 0, rect.maxY >= Double(height))
-        let x0 = left ? rect.x - pad : rect.x, x1 = right ? rect.maxX + pad : rect.maxX
-        let y0 = top ? rect.y - pad : rect.y, y1 = bottom ? rect.maxY + pad : rect.maxY
-        let grown = { (input: Int, edges: Bool...) in input + edges.filter { $0 }.count * settings.edgeTilePad }
-        return Pass(kind: .tile(i), frame: frame.index, time: frame.time,
-                    region: FaceRect(x: x0, y: y0, width: x1 - x0, height: y1 - y0),
-                    input: (grown(settings.tileWidth, left, right), grown(settings.tileHeight, top, bottom)), keepAspect: true,
-                    reference: reference, travel: frame.travel, sceneEpoch: sceneEpoch)
+        return Pass(kind: .tile(i), frame: newest.index, time: newest.time, region: areas[i].rect,
+                    input: (settings.tileWidth, settings.tileHeight), keepAspect: true, reference: cells(of: areas[i], in: newest),
+                    travel: newest.travel, sceneEpoch: sceneEpoch)
     }
 
     /// The share of area `i`'s picture on `frame` that was outside the

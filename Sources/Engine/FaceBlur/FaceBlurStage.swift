@@ -76,14 +76,6 @@ public struct FaceBlurSettings: Equatable, Sendable {
     /// tiles search fewer pixels twice. Live keeps them small (a pass must
     /// be short to meet the frame's deadline); offline has no deadline.
     public var tileInputWidth = 480, tileInputHeight = 416
-    /// How far tiles on the frame's edges search beyond them, mirrored, in
-    /// network pixels (a multiple of 32; 0: not at all): faces cut by the
-    /// edge, which the whole-frame pass is too coarse to find
-    /// (`DetectionPlanner.Settings.edgeTilePad`). Live only, where it was
-    /// measured: offline searches the whole frame four times as often, its
-    /// crowd clip runs at about real time, and its enlarged edge tiles would
-    /// cost a fifth to a third more (not measured offline yet).
-    public var edgeTilePad = 64
     /// Frames between searches around a face being followed, at most
     /// (faces fast for their size are searched for more often).
     public var followEvery = 8
@@ -151,7 +143,6 @@ public struct FaceBlurSettings: Equatable, Sendable {
             maxQueuedFrames = max(wholeEvery, tileEvery) + 16
             // Offline has no deadline: its regular tiles are the enlarged ones.
             spareTileScale = 0
-            edgeTilePad = 0
             // Templates save time, which offline has: every follow runs the network
             // (a template's box is a few pixels less exact than the network's).
             templateFollows = 0
@@ -183,7 +174,6 @@ public struct FaceBlurSettings: Equatable, Sendable {
         p.spareTileScale = realTime && spareTileScale > 0 ? min(3, max(1, spareTileScale)) : 0
         p.tileWidth = max(32, tileInputWidth / 32 * 32)
         p.tileHeight = max(32, tileInputHeight / 32 * 32)
-        p.edgeTilePad = max(0, edgeTilePad / 32 * 32)
         p.followEvery = max(1, followEvery)
         p.templateFollows = max(0, templateFollows)
         if realTime, whenBehind == .lowerFPS {

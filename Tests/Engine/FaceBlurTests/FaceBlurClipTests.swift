@@ -200,12 +200,10 @@ final class FaceBlurClipTests: XCTestCase {
         }
         func detect(luma: UnsafePointer<UInt8>, width: Int, height: Int, stride: Int, region: FaceRect,
                     input: (width: Int, height: Int), keepAspect: Bool, threshold: Float) throws -> [FaceDetection] {
-            // The searched region arrives copied with its mirrored margin above (the whole frame's
-            // `DetectionPlanner.wholeFramePad`; live, an edge tile's `edgeTilePad`). This frame is
-            // shorter than a tile, so both reach as far past the bottom edge as past the top.
-            // Follows are never blind.
+            // The searched region arrives copied: tiles from the frame's top row, the whole frame with
+            // its mirrored margin above (`DetectionPlanner.wholeFramePad`). Follows are never blind.
             if width > 300 {
-                let top = max(0, (height - FaceBlurClipTests.height) / 2)
+                let top = width > FaceBlurClipTests.width ? DetectionPlanner.wholeFramePad : 0
                 if FaceBlurClipTests.frameNumber(luma[(top + 1) * stride + width / 2]) < from { return [] }
             }
             return try real.detect(luma: luma, width: width, height: height, stride: stride, region: region,
