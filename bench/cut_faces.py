@@ -77,7 +77,7 @@ def margins(cf, frames, faces, partial):
 
 
 def edge_tiles(cf, frames, faces):
-    pads = [0, 48, 64, 96]
+    pads = [0, 32, 48, 64, 96]
     found, only, in_margin = {p: 0 for p in pads}, {p: 0 for p in pads}, {p: 0 for p in pads}
     whole = total = 0
     for i in range(0, len(frames), 3):
