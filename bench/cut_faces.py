@@ -18,7 +18,8 @@ counts those with 30 % or more). Two checks, on the source frames:
   it touches, and how many of its finds the whole-frame pass misses; every
   3rd frame.
 
-Numbers in docs/privacy.md ("The stage's own hiding beyond faces").
+Numbers in docs/privacy.md ("The stage's own hiding beyond faces"; the
+32 px edge-tile margin in "Edge tiles with a mirrored margin").
 """
 import json
 import sys
@@ -32,11 +33,9 @@ W, H = 1280, 720
 BORDERS = {"mirrored": cv2.BORDER_REFLECT_101, "grey": cv2.BORDER_CONSTANT, "edge repeated": cv2.BORDER_REPLICATE}
 
 
-def in_picture(b):
-    x, y, bw, bh = b
-    ix = max(0, min(W, x + bw) - max(0, x))
-    iy = max(0, min(H, y + bh) - max(0, y))
-    return ix * iy / (bw * bh)
+def cut_faces(boxes):
+    """The faces of one frame that are cut by its edge: 24 px or taller, 30–70 % in the picture."""
+    return [b for b in boxes if b and b[3] >= 24 and 0.3 <= lf.cover(b, (0, 0, W, H)) < 0.7]
 
 
 def detect(cf, img, scale):
@@ -62,7 +61,7 @@ def margins(cf, frames, faces, partial):
     kinds = [(48, "mirrored"), (0, "none"), (48, "grey"), (96, "grey"), (96, "mirrored"), (48, "edge repeated")]
     found, off, total = {k: 0 for k in kinds}, {k: 0 for k in kinds}, 0
     for i in range(0, len(frames), 2):
-        cut = [b for b in faces[i] if b and b[3] >= 24 and 0.3 <= in_picture(b) < 0.7]
+        cut = cut_faces(faces[i])
         everyone = [b for b in faces[i] if b] + partial[i]
         total += len(cut)
         for pad, kind in kinds:
@@ -81,7 +80,7 @@ def edge_tiles(cf, frames, faces):
     found, only, in_margin = {p: 0 for p in pads}, {p: 0 for p in pads}, {p: 0 for p in pads}
     whole = total = 0
     for i in range(0, len(frames), 3):
-        cut = [b for b in faces[i] if b and b[3] >= 24 and 0.3 <= in_picture(b) < 0.7]
+        cut = cut_faces(faces[i])
         if not cut:
             continue
         whole_dets = detect(cf, extended(frames[i], 48, BORDERS["mirrored"]), 640 / W)
