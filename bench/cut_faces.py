@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Faces cut by the frame's edge: how often CenterFace finds them with each kind of margin.
 
-  .build-bench/venv/bin/python bench/cut_faces.py KEPT_DIR
+  .build-bench/venv/bin/python bench/cut_faces.py KEPT_DIR [--follows]
 
 KEPT_DIR: a folder `KEEP=1 bench/live-faces … crowd` kept (its in.raw, the
 clip as the camera sent it, decoded, and truth.json). A cut face-frame is a
@@ -17,9 +17,14 @@ counts those with 30 % or more). Two checks, on the source frames:
   regular tile), with no margin or a mirrored one beyond the frame edges
   it touches, and how many of its finds the whole-frame pass misses; every
   3rd frame.
+- follows (`--follows`, instead of the edge tiles; any clip): the 96 px
+  search around each cut face (`DetectionPlanner.followSquare`), reaching
+  beyond the edge by half its square or by a share of the face's size;
+  every 2nd frame.
 
 Numbers in docs/privacy.md ("The stage's own hiding beyond faces"; the
-32 px edge-tile margin in "Edge tiles with a mirrored margin").
+32 px edge-tile margin in "Edge tiles with a mirrored margin"; follows in
+"Follows at an edge reach half a face beyond it").
 """
 import json
 import sys
@@ -106,6 +111,60 @@ def edge_tiles(cf, frames, faces):
               f"not found by the whole frame; detections centred in the margin {in_margin[pad]}")
 
 
+# The follow check: squares of 2.5 face sizes (the stage's `followScale`) and as after one and two
+# misses; reaching beyond the edge by half the square (None) or by these shares of the face's size.
+SQUARES = [2.5, 3.75, 5]
+REACHES = [None, 0.375, 0.5, 0.625, 0.75]
+
+
+def follow_square(box, side, reach):
+    """DetectionPlanner.followSquare around box, reaching beyond an edge by at most reach (pixels)."""
+    cx, cy = box[0] + box[2] / 2, box[1] + box[3] / 2
+    rx, ry = min(side / 2, reach, W / 2), min(side / 2, reach, H / 2)
+    x0, y0 = max(-rx, cx - side / 2), max(-ry, cy - side / 2)
+    x1, y1 = min(W + rx, cx + side / 2), min(H + ry, cy + side / 2)
+    return int(np.floor(x0)), int(np.floor(y0)), int(np.ceil(x1)), int(np.ceil(y1))
+
+
+def letterboxed(cf, region, size=96):
+    """The stage's follow search: region scaled uniformly into a size x size input's corner, the rest its mean."""
+    h, w = region.shape
+    scale = min(size / w, size / h)
+    cw, ch = max(1, min(size, round(w * scale))), max(1, min(size, round(h * scale)))
+    canvas = np.full((size, size), region.mean(), np.float32)
+    canvas[:ch, :cw] = cv2.resize(region.astype(np.float32), (cw, ch), interpolation=cv2.INTER_AREA if scale < 1 else cv2.INTER_LINEAR)
+    cf.in_shape = (size, size)
+    dets, _ = cf(np.repeat(np.clip(canvas, 0, 255).astype(np.uint8)[:, :, None], 3, axis=2), threshold=0.3)
+    return [(d[0] / scale, d[1] / scale, (d[2] - d[0]) / scale, (d[3] - d[1]) / scale)
+            for d in dets if (d[0] + d[2]) / 2 < cw and (d[1] + d[3]) / 2 < ch]
+
+
+def follows(cf, frames, faces):
+    """A follow (the 96 px search around a known face) on each cut face, its square SQUARES face sizes,
+    reaching beyond the edge (mirrored) by REACHES; the face's size known (its whole box) or taken from a
+    box that held its mirror image too (the cut axis as long as twice the part in the picture)."""
+    reaches = REACHES
+    sizes = {"whole box": lambda b, i: max(b[2], b[3]), "box with its mirror image": lambda b, i: max(i[2], 2 * i[3], b[2]) if i[2] >= b[2] - 1 else max(2 * i[2], i[3])}
+    found = {(s, m, r): 0 for s in sizes for m in SQUARES for r in reaches}
+    total = 0
+    for i in range(0, len(frames), 2):
+        for b in cut_faces(faces[i]):
+            total += 1
+            x0, y0 = max(0, b[0]), max(0, b[1])
+            inside = (x0, y0, min(W, b[0] + b[2]) - x0, min(H, b[1] + b[3]) - y0)
+            for (s, m, r) in found:
+                size = sizes[s](b, inside)
+                sx0, sy0, sx1, sy1 = follow_square(b, m * size, m * size / 2 if r is None else r * size)
+                pad = max(0, -sx0, -sy0, sx1 - W, sy1 - H)
+                img = extended(frames[i], pad, BORDERS["mirrored"])
+                region = img[sy0 + pad:sy1 + pad, sx0 + pad:sx1 + pad]
+                found[(s, m, r)] += near(b, letterboxed(cf, region), sx0, sy0, 0.25)
+    print(f"follows, {total} cut face-frames (every 2nd frame):")
+    for (s, m, r), n in found.items():
+        reach = "half the square" if r is None else f"{r} of a face"
+        print(f"  size from the {s}, square {m} face sizes, reaching beyond the edge by {reach}: finds {n}")
+
+
 if __name__ == "__main__":
     kept = sys.argv[1]
     truth = json.load(open(f"{kept}/truth.json"))
@@ -114,4 +173,7 @@ if __name__ == "__main__":
     faces, partial = truth["faces"][:n], truth.get("partial", [[] for _ in range(n)])[:n]
     cf = lf.centerface((W, H))
     margins(cf, frames[:n], faces, partial)
-    edge_tiles(cf, frames[:n], faces)
+    if "--follows" in sys.argv:
+        follows(cf, frames[:n], faces)
+    else:
+        edge_tiles(cf, frames[:n], faces)

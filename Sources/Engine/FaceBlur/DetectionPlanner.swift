@@ -267,6 +267,15 @@ struct DetectionPlanner {
     /// picture, which the detector never finds unmirrored.
     static let wholeFramePad = 48
 
+    /// How far beyond the frame's edge a follow searches (mirrored), in face
+    /// sizes (the larger side of the box it expects). Reaching half its square
+    /// (1.25 face sizes, more after a miss), a face cut by the edge was lost
+    /// among mirror images of the picture around it: of the crowd clip's 200
+    /// face-frames 30–70 % in the picture, a follow found 157 reaching half
+    /// a face and 130 reaching half its square; after a miss (a square half
+    /// as large again) 82 and 45 (`bench/cut_faces.py --follows`).
+    static let followReachBeyondEdge = 0.5
+
     /// A face box found partly beyond the frame (in the mirrored margin) is
     /// a face only when at least this share of it is in the picture: the
     /// rest are mirror images of faces near the edge.
@@ -761,10 +770,11 @@ struct DetectionPlanner {
     }
 
     /// The square a follow searches around `box` (a face expected there):
-    /// centred on it, reaching beyond an edge by up to half its side (the
-    /// picture is mirrored there), so a face leaving or entering is still
-    /// found while half out of the picture; never larger than the frame and
-    /// that margin. A face expected out of the picture (too little of the
+    /// centred on it, reaching beyond an edge by up to `followReachBeyondEdge`
+    /// (the picture is mirrored there), so a face leaving or entering is still
+    /// found while half out of the picture; cut there, the square is a
+    /// rectangle searched at the square's scale (the detector letterboxes it).
+    /// Never larger than the frame and that margin. A face expected out of the picture (too little of the
     /// square would be picture) gets the square of the frame nearest to it
     /// instead, so that the follow still runs (and misses, if the face left).
     /// Whole pixels, each side rounded outwards: rounding the origin and the
@@ -772,7 +782,8 @@ struct DetectionPlanner {
     /// search could run on; it stayed due, held every other search back, and
     /// the offline `blur` of the crowd clip hung.
     static func followSquare(around box: FaceRect, side: Double, width: Int, height: Int) -> FaceRect {
-        let (reachX, reachY) = (min(side / 2, Double(width) / 2), min(side / 2, Double(height) / 2))
+        let reach = min(side / 2, followReachBeyondEdge * max(box.width, box.height))
+        let (reachX, reachY) = (min(reach, Double(width) / 2), min(reach, Double(height) / 2))
         let x0 = max(-reachX, box.center.x - side / 2).rounded(.down), y0 = max(-reachY, box.center.y - side / 2).rounded(.down)
         let x1 = min(Double(width) + reachX, box.center.x + side / 2).rounded(.up)
         let y1 = min(Double(height) + reachY, box.center.y + side / 2).rounded(.up)

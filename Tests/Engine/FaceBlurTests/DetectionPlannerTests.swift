@@ -209,9 +209,9 @@ final class DetectionPlannerTests: XCTestCase {
     }
 
     /// The whole frame is searched mirrored beyond its edges, and so is the
-    /// square around a followed face at an edge: a face half out of the
-    /// picture looks whole enough to be found. A box found mostly in the
-    /// mirrored margin is a mirror image, not a face.
+    /// square around a followed face at an edge, by half a face: a face half
+    /// out of the picture looks whole enough to be found. A box found mostly
+    /// in the mirrored margin is a mirror image, not a face.
     func testSearchesReachBeyondTheEdgeWhereThePictureIsMirrored() {
         var p = planner()
         add(&p, 0)
@@ -238,8 +238,14 @@ final class DetectionPlannerTests: XCTestCase {
             if case .follow(_, false) = pass.kind { follow = pass; break }
             p.record(pass, found: [])
         }
-        XCTAssertLessThan(follow?.region.x ?? 0, 0, "the follow square reaches past the left edge: \(String(describing: follow))")
-        XCTAssertLessThan(abs((follow?.region.center.x ?? 99) - half.center.x), 8, "centred on the face")
+        // Past the edge by half a face (further, the mirror images around a cut face hid it), at the
+        // square's scale: centred on the face, its height is the square's side.
+        guard let follow else { return XCTFail("no follow") }
+        let reach = DetectionPlanner.followReachBeyondEdge * half.height
+        XCTAssertEqual(follow.region.x, -reach, accuracy: 1, "the follow reaches past the left edge by half a face: \(follow)")
+        XCTAssertGreaterThan(follow.region.height, follow.region.width + reach, "the square, cut at the reach: \(follow)")
+        XCTAssertLessThan(abs(follow.region.center.y - half.center.y), 2, "centred on the face: \(follow)")
+        XCTAssertLessThan(abs(follow.region.maxX - (half.center.x + follow.region.height / 2)), 2, "centred on the face: \(follow)")
     }
 
     func testAFaceFoundLateIsTracedBackAndFollowed() {
