@@ -143,9 +143,13 @@ def follows(cf, frames, faces):
     """A follow (the 96 px search around a known face) on each cut face, its square SQUARES face sizes,
     reaching beyond the edge (mirrored) by REACHES; the face's size known (its whole box) or taken from a
     box that held its mirror image too (the cut axis as long as twice the part in the picture)."""
-    reaches = REACHES
-    sizes = {"whole box": lambda b, i: max(b[2], b[3]), "box with its mirror image": lambda b, i: max(i[2], 2 * i[3], b[2]) if i[2] >= b[2] - 1 else max(2 * i[2], i[3])}
-    found = {(s, m, r): 0 for s in sizes for m in SQUARES for r in reaches}
+    def with_mirror(box, inside):
+        """The larger side of a box found with the face's mirror image: twice its part in the picture across the edge."""
+        cut_at_top_or_bottom = inside[2] >= box[2] - 1
+        return max(box[2], 2 * inside[3]) if cut_at_top_or_bottom else max(2 * inside[2], inside[3])
+
+    sizes = {"whole box": lambda b, i: max(b[2], b[3]), "box with its mirror image": with_mirror}
+    found = {(s, m, r): 0 for s in sizes for m in SQUARES for r in REACHES}
     total = 0
     for i in range(0, len(frames), 2):
         for b in cut_faces(faces[i]):

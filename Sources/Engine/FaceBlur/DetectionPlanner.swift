@@ -773,10 +773,11 @@ struct DetectionPlanner {
     /// centred on it, reaching beyond an edge by up to `followReachBeyondEdge`
     /// (the picture is mirrored there), so a face leaving or entering is still
     /// found while half out of the picture; cut there, the square is a
-    /// rectangle searched at the square's scale (the detector letterboxes it).
-    /// Never larger than the frame and that margin. A face expected out of the picture (too little of the
-    /// square would be picture) gets the square of the frame nearest to it
-    /// instead, so that the follow still runs (and misses, if the face left).
+    /// rectangle searched at the square's scale (the detector letterboxes
+    /// it). Never larger than the frame and that margin. A face expected out
+    /// of the picture (too little of the square would be picture) gets the
+    /// square of the frame nearest to it instead, so that the follow still
+    /// runs (and misses, if the face left).
     /// Whole pixels, each side rounded outwards: rounding the origin and the
     /// size apart once made a square 0 px inside the picture, which no
     /// search could run on; it stayed due, held every other search back, and
