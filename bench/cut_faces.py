@@ -133,10 +133,8 @@ def letterboxed(cf, region, size=96):
     cw, ch = max(1, min(size, round(w * scale))), max(1, min(size, round(h * scale)))
     canvas = np.full((size, size), region.mean(), np.float32)
     canvas[:ch, :cw] = cv2.resize(region.astype(np.float32), (cw, ch), interpolation=cv2.INTER_AREA if scale < 1 else cv2.INTER_LINEAR)
-    cf.in_shape = (size, size)
-    dets, _ = cf(np.repeat(np.clip(canvas, 0, 255).astype(np.uint8)[:, :, None], 3, axis=2), threshold=0.3)
-    return [(d[0] / scale, d[1] / scale, (d[2] - d[0]) / scale, (d[3] - d[1]) / scale)
-            for d in dets if (d[0] + d[2]) / 2 < cw and (d[1] + d[3]) / 2 < ch]
+    dets = detect(cf, np.clip(canvas, 0, 255).astype(np.uint8), 1.0)
+    return [(x / scale, y / scale, w / scale, h / scale) for x, y, w, h in dets if x + w / 2 < cw and y + h / 2 < ch]
 
 
 def follows(cf, frames, faces):
