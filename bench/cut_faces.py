@@ -40,7 +40,7 @@ BORDERS = {"mirrored": cv2.BORDER_REFLECT_101, "grey": cv2.BORDER_CONSTANT, "edg
 
 def cut_faces(boxes):
     """The faces of one frame that are cut by its edge: 24 px or taller, 30–70 % in the picture."""
-    return [b for b in boxes if b and b[3] >= 24 and 0.3 <= lf.cover(b, (0, 0, W, H)) < 0.7]
+    return [b for b in boxes if b and b[3] >= 24 and 0.3 <= lf.cover(b, (0, 0, W, H)) < lf.CUT_BY_THE_EDGE]
 
 
 def detect(cf, img, scale):

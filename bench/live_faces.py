@@ -59,6 +59,10 @@ import sys
 import numpy as np
 
 FPS, SECONDS = 30, 10
+# A face with less than this share of its box in the picture is "cut by the edge" (the reasons
+# name it so; bench/cut_faces.py searches for such faces): no search may find it, unlike a face
+# in full view.
+CUT_BY_THE_EDGE = 0.7
 N = FPS * SECONDS
 HELD_OUT = "biden"
 HELD_OUT_CROWD = "hanks"
@@ -618,9 +622,7 @@ def judge(raw_in, raw_out, truth_path, label="", note="", record="", stage="", r
             if detected or detailed:
                 recognisable += 1
                 held[1] += is_held
-                # Cut by the edge (under 70 % in the picture, as bench/cut_faces.py counts them): what no
-                # search may find, unlike a face in full view.
-                cut = ", cut by the edge" if area < 0.7 * w * h else ""
+                cut = ", cut by the edge" if area < CUT_BY_THE_EDGE * w * h else ""
                 key = f"{people[person]}, {'detected' if detected else ''}{' ' if detected and detailed else ''}{'detail' if detailed else ''}, face {int(h) // 20 * 20}-{int(h) // 20 * 20 + 19} px{cut}"
                 reasons.setdefault(key, []).append(i)
         if mask.any():
