@@ -313,6 +313,13 @@ struct DetectionPlanner {
         cameraSpeed = ((centre.dx * centre.dx + centre.dy * centre.dy).squareRoot() + zoomAndRoll) * travel.frameToScene.scale
         if abs(log(travel.frameToScene.scale)) > log(2) || abs(travel.frameToScene.angle) > 0.5 { rebaseScene() }
         tracker.noteCamera(moving: cameraSpeed > Self.stillCameraSpeed, at: time)
+        if let previous = frames.last?.time, time > previous {
+            let picture = FaceRect(x: 0, y: 0, width: Double(width), height: Double(height)), travel = travel
+            tracker.holdWhileOutOfSight(at: time, for: time - previous) { sighting in
+                let seen = travel.toFrame(sighting)
+                return (seen.intersection(picture)?.area ?? 0) < Self.outOfSightShare * seen.area
+            }
+        }
         var frame = Frame(index: index, time: time, blocks: blocks, travel: travel, cameraSpeed: cameraSpeed)
         for i in areas.indices where areas[i].dirtySince == nil && changed(i, frame) {
             areas[i].dirtySince = index
@@ -341,6 +348,10 @@ struct DetectionPlanner {
     /// The most the picture may move between frames (scene pixels, on average over the frame) for
     /// the camera to count as standing still: below what the motion estimate resolves.
     static let stillCameraSpeed = 0.5
+
+    /// The share of a face's box in the picture under which no search is expected to find it
+    /// (CenterFace finds faces nearly whole; some half out, in a mirrored margin, at best).
+    static let outOfSightShare = 0.5
 
     /// The oldest frame left the delay line.
     mutating func removeOldest() {

@@ -72,6 +72,13 @@ public struct FaceTracker {
         /// its nearest sighting, not united with where the sightings' motion led when the searches
         /// gave up. Off: that union (the regions of before).
         public var goneUnderMovingCameraAtSighting = true
+        /// The most a face's hold is stretched by the time the camera kept it out of the picture
+        /// (`holdWhileOutOfSight`): no search can look for it there, so not finding it says
+        /// nothing. On the moving clip a face the camera carried out through the left edge came
+        /// back through the top a second after its last sighting, half out of the picture (beyond
+        /// the detector) for a second and a half more, when its hold had run out. Zero: a hold
+        /// of `holdNs` from the last sighting wherever the face was (as before).
+        public var maxHeldOutOfSightNs: UInt64 = 3_000_000_000
         public init() {}
     }
 
@@ -86,6 +93,9 @@ public struct FaceTracker {
         /// was hidden behind something, or it left.
         var goneAfter: UInt64?
         var goneBefore: UInt64?
+        /// How long after its last sighting the camera kept the face out of the picture: time its
+        /// hold does not count (`holdWhileOutOfSight`).
+        var heldOutOfSightNs: UInt64 = 0
 
         /// When the searches gave up on the face, if they had by `time` (going forward from its
         /// sightings) or not yet (going back): nil while the face may be there. The marks lie
@@ -104,8 +114,9 @@ public struct FaceTracker {
     /// through the scene is its own only while the camera stands still. Kept for `cameraMemoryNs`.
     private var cameraMovedAt: [UInt64] = []
     private var latestCameraNote: UInt64 = 0
-    /// Longer than the widest stretch `steadyMotion` reads plus the hold and the look-ahead.
-    static let cameraMemoryNs: UInt64 = 3_000_000_000
+    /// Longer than the widest stretch `steadyMotion` reads plus the longest hold (with the time
+    /// out of sight) and the look-ahead.
+    static let cameraMemoryNs: UInt64 = 6_000_000_000
 
     public init(settings: Settings = Settings()) { self.settings = settings }
 
@@ -130,9 +141,14 @@ public struct FaceTracker {
     /// second.)
     @discardableResult
     public mutating func update(detections: [FaceRect], time: UInt64) -> [Assignment] {
-        // Each track's expected face, and its sighting on this frame by another pass (if any).
+        // Each track's expected face, and its sighting on this frame by another pass (if any). A
+        // track held past `holdNs` only because the camera kept it out of sight takes no detection:
+        // it hides where the face may be, no more. (Expected where its last sightings' motion led,
+        // it took a face coming in at the edge two seconds after its own had left through it, and
+        // the region between the two sightings hid a strip of the picture: the moving clip.)
         let expected = tracks.map { track in
-            (near: predicted(track.observations, at: time), seen: track.observations.first { $0.time == time }?.rect)
+            let pastHold = (track.observations.last?.time ?? 0) + settings.holdNs < time
+            return (near: pastHold ? nil : predicted(track.observations, at: time), seen: track.observations.first { $0.time == time }?.rect)
         }
         var candidates: [(detection: Int, track: Int, distance: Double)] = []
         for (d, rect) in detections.enumerated() {
@@ -178,6 +194,8 @@ public struct FaceTracker {
         }
         // Keep what can still matter: the first and the recent ones.
         if list.count > 96 { list.removeSubrange(1..<(list.count - 64)) }
+        // A new last sighting: the hold starts again from it.
+        if list.last?.time != tracks[index].observations.last?.time { tracks[index].heldOutOfSightNs = 0 }
         tracks[index].observations = list
         // Seen again: it was not gone after all.
         if let gone = tracks[index].goneAfter, observation.time >= gone { tracks[index].goneAfter = nil }
@@ -298,6 +316,7 @@ public struct FaceTracker {
         func later(_ a: Track, _ b: Track) -> Bool { (a.observations.last?.time ?? 0) > (b.observations.last?.time ?? 0) }
         tracks[into].goneBefore = earlier(folded, mine) ? folded.goneBefore : earlier(mine, folded) ? mine.goneBefore : nil
         tracks[into].goneAfter = later(folded, mine) ? folded.goneAfter : later(mine, folded) ? mine.goneAfter : nil
+        tracks[into].heldOutOfSightNs = later(folded, mine) ? folded.heldOutOfSightNs : mine.heldOutOfSightNs
     }
 
     /// Carries every sighting through `transform` (the scene's coordinates changed).
@@ -322,10 +341,31 @@ public struct FaceTracker {
         !cameraMovedAt.contains { $0 >= start && $0 <= end }
     }
 
-    /// Forgets tracks last seen before `time - hold`; returns their ids.
+    /// When the hold of `track`'s face ends: `holdNs` after its last sighting, and the time the
+    /// camera kept it out of the picture since.
+    private func holdEnd(_ track: Track) -> UInt64 {
+        (track.observations.last?.time ?? 0) + settings.holdNs + track.heldOutOfSightNs
+    }
+
+    /// The `ns` before the frame captured at `time` passed. A face held then (after its last
+    /// sighting) that the camera, having moved since, keeps out of sight (`isOutOfSight` of its
+    /// sighting carried by the camera: too little of it in the picture for a search to find) was
+    /// where no search could look for it: that time does not count against its hold, up to
+    /// `maxHeldOutOfSightNs`. So a face the camera turns away from and back to is hidden again
+    /// where the camera brings it back. (Under a still camera a face out of sight walked out: it
+    /// comes back, if at all, by walking in, and is found coming in like any other.)
+    mutating func holdWhileOutOfSight(at time: UInt64, for ns: UInt64, isOutOfSight: (FaceRect) -> Bool) {
+        for t in tracks.indices {
+            guard let last = tracks[t].observations.last, last.time < time, time <= holdEnd(tracks[t]),
+                  !cameraStill(from: last.time, through: time), isOutOfSight(last.rect) else { continue }
+            tracks[t].heldOutOfSightNs = min(settings.maxHeldOutOfSightNs, tracks[t].heldOutOfSightNs + ns)
+        }
+    }
+
+    /// Forgets tracks whose hold ended before `time`; returns their ids.
     @discardableResult
     public mutating func prune(now time: UInt64) -> [Int] {
-        let gone = tracks.filter { ($0.observations.last?.time ?? 0) + settings.holdNs < time }.map(\.id)
+        let gone = tracks.filter { holdEnd($0) < time }.map(\.id)
         tracks.removeAll { gone.contains($0.id) }
         return gone
     }
@@ -366,7 +406,7 @@ public struct FaceTracker {
     public func hidden(at time: UInt64) -> [Hidden] {
         tracks.compactMap { track -> Hidden? in
             guard let first = track.observations.first, let last = track.observations.last else { return nil }
-            if time + settings.lookAheadNs < first.time || time > last.time + settings.holdNs { return nil }
+            if time + settings.lookAheadNs < first.time || time > holdEnd(track) { return nil }
             guard let (face, region) = hiddenRegion(track, at: time, speed: settings.motion, maxGrowth: settings.maxMotionGrowth,
                                                     knownMotionSpeed: settings.knownMotionGrowth) else { return nil }
             let beyond = time < first.time ? first.rect : time > last.time ? last.rect : nil

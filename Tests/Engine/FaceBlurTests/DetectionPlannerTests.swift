@@ -615,6 +615,42 @@ final class DetectionPlannerTests: XCTestCase {
         XCTAssertGreaterThan(checked, 10)
     }
 
+    /// A face the camera turns away from and back to is hidden where the camera brings it back,
+    /// although that is later than the hold after its last sighting: no search could look for it
+    /// while it was out of the picture. (The moving clip: a face carried out through the left edge
+    /// came back through the top, half out and beyond the detector, after its hold had run out.)
+    func testAFaceTheCameraTurnsAwayFromAndBackToIsHiddenWhereItComesBack() {
+        var p = planner()
+        let face = FaceRect(x: 20, y: 70, width: 40, height: 48)
+        // Seen on frames 0–4; the camera pans it out through the left edge (frames 5–12), stays
+        // there for a second, and pans back until it is four fifths in (frames 41–48).
+        func motion(_ i: Int) -> Similarity {
+            switch i {
+            case 5...12: return Similarity(a: 1, b: 0, tx: -10, ty: 0)
+            case 41...48: return Similarity(a: 1, b: 0, tx: 6.5, ty: 0)
+            default: return .identity
+            }
+        }
+        var x = face.x
+        var back: [Int: FaceRect] = [:]
+        for i in 0...70 {
+            x += motion(i).tx
+            p.add(index: i, time: UInt64(i) * Self.frameNs, blocks: blocks([(13, 1)]), cameraMotion: motion(i))
+            runDue(&p) { $0.frame <= 4 ? [face] : [] }
+            if i > 48 { back[i] = FaceRect(x: x, y: face.y, width: face.width, height: face.height) }
+        }
+        XCTAssertEqual(x, -8, accuracy: 0.01)
+        let hold = Int(p.tracker.settings.holdNs / Self.frameNs)
+        XCTAssertGreaterThan(49, 4 + hold, "back after the hold from its last sighting had run out")
+        let picture = FaceRect(x: 0, y: 0, width: Double(Self.width), height: Double(Self.height))
+        for i in 49...60 {
+            let inPicture = back[i]!.intersection(picture)!
+            let regions = p.regions(forFrame: i)
+            XCTAssertTrue(regions.contains { $0.intersection(inPicture)?.area ?? 0 >= inPicture.area - 1 },
+                          "frame \(i): hidden where the camera brought it back (\(inPicture)): \(regions)")
+        }
+    }
+
     /// A face coming up into the picture through its bottom edge is found once (nearly) whole and
     /// traced back until the searches lose it at the edge. Before its first sighting it is hidden
     /// at the edge it came through, and its region reaches no further in than that sighting and

@@ -29,6 +29,31 @@ final class FaceTrackerTests: XCTestCase {
         XCTAssertEqual(tracker.regions(at: 11 * second), [face.expanded(by: 0.75)], "motion growth is capped")
     }
 
+    /// While the camera keeps a face out of the picture (where no search can look) its hold is
+    /// stretched, up to `maxHeldOutOfSightNs`; a face found near it after the plain hold is a new
+    /// track, not that face seen again (the stretch hides, it does not identify).
+    func testAFaceOutOfSightIsHeldLongerButTakesNoDetectionPastItsHold() {
+        var tracker = FaceTracker(settings: settings)
+        let face = FaceRect(x: 100, y: 100, width: 40, height: 40)
+        tracker.update(detections: [face], time: 10 * second)
+        let step = second / 10
+        for k in 1...20 {
+            let t = 10 * second + UInt64(k) * step
+            tracker.noteCamera(moving: true, at: t)
+            tracker.holdWhileOutOfSight(at: t, for: step) { _ in k <= 5 }   // out of sight for half a second
+        }
+        XCTAssertEqual(tracker.regions(at: 11 * second + second / 2).count, 1, "held half a second longer")
+        XCTAssertEqual(tracker.regions(at: 11 * second + second / 2 + 1).count, 0, "and no more")
+        let assigned = tracker.update(detections: [face], time: 11 * second + second / 4)
+        XCTAssertEqual(assigned, [FaceTracker.Assignment(id: 2, isNew: true)], "past the plain hold: a new track")
+
+        // Under a still camera a face out of sight walked out: its hold is not stretched.
+        var still = FaceTracker(settings: settings)
+        still.update(detections: [face], time: 10 * second)
+        still.holdWhileOutOfSight(at: 10 * second + step, for: step) { _ in true }
+        XCTAssertEqual(still.regions(at: 11 * second + 1).count, 0)
+    }
+
     /// A fast face seen twice far apart: between the sightings it is hidden where the line from one
     /// to the other puts it, grown by the margin and motion in face sizes; not over the stretch
     /// between them (a walker seen a second apart hid a stripe of the fixed clip's street), and not
