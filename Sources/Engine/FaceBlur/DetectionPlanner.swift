@@ -281,6 +281,12 @@ struct DetectionPlanner {
     /// rest are mirror images of faces near the edge.
     static let minimumShareInside = 0.25
 
+    /// The share of `box` (frame pixels) that lies in the picture.
+    static func shareInPicture(_ box: FaceRect, width: Int, height: Int) -> Double {
+        let picture = FaceRect(x: 0, y: 0, width: Double(width), height: Double(height))
+        return box.area > 0 ? (box.intersection(picture)?.area ?? 0) / box.area : 0
+    }
+
     /// Whether `box` (found in `region`) touches an edge of the region that
     /// is not an edge of the frame: it may be a face cut in two.
     static func touchesInnerEdge(_ box: FaceRect, of region: FaceRect, width: Int, height: Int) -> Bool {
@@ -314,10 +320,9 @@ struct DetectionPlanner {
         if abs(log(travel.frameToScene.scale)) > log(2) || abs(travel.frameToScene.angle) > 0.5 { rebaseScene() }
         tracker.noteCamera(moving: cameraSpeed > Self.stillCameraSpeed, at: time)
         if let previous = frames.last?.time, time > previous {
-            let picture = FaceRect(x: 0, y: 0, width: Double(width), height: Double(height)), travel = travel
-            tracker.holdWhileOutOfSight(at: time, for: time - previous) { sighting in
-                let seen = travel.toFrame(sighting)
-                return (seen.intersection(picture)?.area ?? 0) < Self.outOfSightShare * seen.area
+            let (travel, width, height) = (travel, width, height)
+            tracker.holdWhileOutOfSight(at: time, for: time - previous) {
+                Self.shareInPicture(travel.toFrame($0), width: width, height: height) < Self.outOfSightShare
             }
         }
         var frame = Frame(index: index, time: time, blocks: blocks, travel: travel, cameraSpeed: cameraSpeed)
@@ -850,9 +855,8 @@ struct DetectionPlanner {
             }
             pass.sceneEpoch = sceneEpoch
         }
-        let picture = FaceRect(x: 0, y: 0, width: Double(width), height: Double(height))
         let faces = found.filter { !Self.touchesInnerEdge($0, of: pass.region, width: width, height: height) }
-            .filter { ($0.intersection(picture)?.area ?? 0) >= Self.minimumShareInside * $0.area }
+            .filter { Self.shareInPicture($0, width: width, height: height) >= Self.minimumShareInside }
             .map(pass.travel.toScene)
         switch pass.kind {
         case .whole, .tile:

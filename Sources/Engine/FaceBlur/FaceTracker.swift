@@ -147,7 +147,7 @@ public struct FaceTracker {
         // it took a face coming in at the edge two seconds after its own had left through it, and
         // the region between the two sightings hid a strip of the picture: the moving clip.)
         let expected = tracks.map { track in
-            let pastHold = (track.observations.last?.time ?? 0) + settings.holdNs < time
+            let pastHold = plainHoldEnd(track) < time
             return (near: pastHold ? nil : predicted(track.observations, at: time), seen: track.observations.first { $0.time == time }?.rect)
         }
         var candidates: [(detection: Int, track: Int, distance: Double)] = []
@@ -343,9 +343,10 @@ public struct FaceTracker {
 
     /// When the hold of `track`'s face ends: `holdNs` after its last sighting, and the time the
     /// camera kept it out of the picture since.
-    private func holdEnd(_ track: Track) -> UInt64 {
-        (track.observations.last?.time ?? 0) + settings.holdNs + track.heldOutOfSightNs
-    }
+    private func holdEnd(_ track: Track) -> UInt64 { plainHoldEnd(track) + track.heldOutOfSightNs }
+
+    /// `holdNs` after the last sighting, wherever the face was since.
+    private func plainHoldEnd(_ track: Track) -> UInt64 { (track.observations.last?.time ?? 0) + settings.holdNs }
 
     /// The `ns` before the frame captured at `time` passed. A face held then (after its last
     /// sighting) that the camera, having moved since, keeps out of sight (`isOutOfSight` of its
