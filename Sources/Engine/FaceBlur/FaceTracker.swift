@@ -72,6 +72,13 @@ public struct FaceTracker {
         /// its nearest sighting, not united with where the sightings' motion led when the searches
         /// gave up. Off: that union (the regions of before).
         public var goneUnderMovingCameraAtSighting = true
+        /// Between two sightings of clearly different sizes under a still camera, the face is on the
+        /// line between them in a box that holds either (`holdingEither`). Off: the union of the two
+        /// (the regions of before).
+        public var partialSightingsAlongLine = true
+        /// A face's own motion is also read from sightings spanning less than `steadyMotionSpan`
+        /// when it moved clearly along them (`clearMotion`). Off: only from the longer stretch.
+        public var clearShortMotion = true
         /// The most a face's hold is stretched by the time the camera kept it out of the picture
         /// (`holdWhileOutOfSight`): no search can look for it there, so not finding it says
         /// nothing. On the moving clip a face the camera carried out through the left edge came
@@ -472,6 +479,19 @@ public struct FaceTracker {
     static let sameSizeRatio = 1.25
     static let leapAllowance = 0.5
 
+    /// Sightings of clearly different sizes: one is likely a partial box (part of the face found, a
+    /// template fitted to part of it, or a face cut by the picture's edge), which lies somewhere
+    /// inside the whole face. A box of the larger size, grown by half the difference in size on each
+    /// side, holds the whole face wherever the partial box sat in it; placed on the line between
+    /// the sightings' centres, it follows a walker between them, where their union spanned the
+    /// whole stretch (the fixed clip: a fast walker cut by a passer-by and then by the edge,
+    /// sighted 10 frames apart, hid a 500 px strip of the street).
+    static func holdingEither(_ a: FaceRect, _ b: FaceRect, around center: (x: Double, y: Double)) -> FaceRect {
+        let (w, h) = (max(a.width, b.width), max(a.height, b.height))
+        let width = w + (w - min(a.width, b.width)), height = h + (h - min(a.height, b.height))
+        return FaceRect(x: center.x - width / 2, y: center.y - height / 2, width: width, height: height)
+    }
+
     /// Whether two sightings of a track are further apart (centres, in face
     /// sizes) than a face moves in the time between them, and by more than
     /// the detector's jitter (half a face size).
@@ -503,15 +523,32 @@ public struct FaceTracker {
     }
 
     /// The sighting a face's motion at one end of its sightings is read against: the nearest one at
-    /// least `steadyMotionSpan.lowerBound` after the first (or before the last), within its upper bound.
+    /// least `steadyMotionSpan.lowerBound` after the first (or before the last), within its upper
+    /// bound. Sightings spanning less than that still show a motion when, between the end and the
+    /// sighting furthest from it, the face moved at least `clearMotion` face sizes (`clearShortMotion`).
     private func motionPartner(_ list: [Observation], fromFirst: Bool) -> Observation? {
         guard let end = fromFirst ? list.first : list.last else { return nil }
         let span = Self.steadyMotionSpan
-        let other = fromFirst ? list.first { $0.time >= end.time + span.lowerBound }
-            : list.last { $0.time + span.lowerBound <= end.time }
-        guard let other, (other.time > end.time ? other.time - end.time : end.time - other.time) <= span.upperBound else { return nil }
-        return other
+        let apart = { (o: Observation) in o.time > end.time ? o.time - end.time : end.time - o.time }
+        if let other = fromFirst ? list.first(where: { $0.time >= end.time + span.lowerBound })
+            : list.last(where: { $0.time + span.lowerBound <= end.time }) {
+            return apart(other) <= span.upperBound ? other : nil
+        }
+        guard settings.clearShortMotion, let far = fromFirst ? list.last : list.first, apart(far) >= Self.shortestMotionSpan
+        else { return nil }
+        let size = max(end.rect.width, end.rect.height, far.rect.width, far.rect.height)
+        let (dx, dy) = (far.rect.center.x - end.rect.center.x, far.rect.center.y - end.rect.center.y)
+        return (dx * dx + dy * dy).squareRoot() >= Self.clearMotion * size ? far : nil
     }
+
+    /// How far, in face sizes, a face must have moved over sightings spanning less than
+    /// `steadyMotionSpan`'s lower bound for that motion to be its own: many times the detector's
+    /// jitter of a few pixels. A walker crossing fast, close to the camera, is often seen for only a
+    /// few frames between a passer-by and the edge; held still where it was lost, it hid the edge
+    /// of the picture for most of a second after it had left (the fixed clip).
+    static let clearMotion = 0.5
+    /// The shortest stretch of sightings such a motion is read from (two frames at 30 fps).
+    static let shortestMotionSpan: UInt64 = 60_000_000
 
     /// Where the face is between the nearest sightings before and after `time`
     /// (or, on one side only, the sighting united with where its motion leads),
@@ -533,17 +570,21 @@ public struct FaceTracker {
         let leaps = settings.growsByFaceSize && (pair.map { isImplausibleLeap($0.0, $0.1) } ?? false)
         var motionKnown = false
         if nearest.count == 2 {
-            // Between two sightings of one size, under a still camera, the face is where the line
-            // between them puts it (the growth below is the slack for a face that does not keep its
-            // pace); their union hid the street a walker crossed between two sightings a second apart.
-            // Of different sizes, one is likely a partial box and the line would follow it; under a
+            // Between two sightings, under a still camera, the face is where the line between them
+            // puts it (the growth below is the slack for a face that does not keep its pace); their
+            // union hid the street a walker crossed between two sightings a second apart. Under a
             // moving camera, the sightings' places carry the camera model's error, which does not
             // move along a line: the region spans both.
             let (a, b) = (nearest[0], nearest[1])
             let alike = { (u: Double, v: Double) in max(u, v) <= Self.sameSizeRatio * min(u, v) }
             let sameSize = alike(a.rect.height, b.rect.height) && alike(a.rect.width, b.rect.width)
-            let alongLine = settings.growsByFaceSize && sameSize && cameraStill(from: a.time, through: b.time)
-            base = (leaps || alongLine ? predicted(list, at: time) : nil) ?? base.union(b.rect)
+            let still = settings.growsByFaceSize && cameraStill(from: a.time, through: b.time)
+            let alongLine = still && (sameSize || settings.partialSightingsAlongLine)
+            if leaps || alongLine, let line = predicted(list, at: time) {
+                base = sameSize || leaps ? line : Self.holdingEither(a.rect, b.rect, around: line.center)
+            } else {
+                base = base.union(b.rect)
+            }
         } else if list.count >= 2, !leaps, let ahead = predicted(list, at: time) {
             // Before the first or after the last sighting: also where its motion leads.
             base = base.union(ahead)

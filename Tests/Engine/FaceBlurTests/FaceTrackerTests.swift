@@ -112,6 +112,28 @@ final class FaceTrackerTests: XCTestCase {
         }
     }
 
+    /// A fast walker under a still camera, sighted whole and then ten frames on as a partial box (cut
+    /// by a passer-by, or by the edge), is hidden between the sightings on the line between them, in
+    /// a box that holds the whole face wherever the partial box sat in it (`holdingEither`), not over
+    /// the stretch their union spans: on the fixed clip that union hid a 500 px strip of the street.
+    func testBetweenSightingsOfDifferentSizesUnderAStillCameraTheRegionFollowsTheLine() throws {
+        var tracker = FaceTracker(settings: settings)
+        let frame = second / 30
+        // 40×48, walking right 12 px a frame; on frame 10 only its left half is found.
+        func walker(_ i: Int) -> FaceRect { FaceRect(x: 100 + 12 * Double(i), y: 100, width: 40, height: 48) }
+        let id = try XCTUnwrap(tracker.update(detections: [walker(0)], time: second).first).id
+        var half = walker(10)
+        half.width /= 2
+        tracker.add(half, to: id, time: second + 10 * frame)
+        for i in 1...9 {
+            let regions = tracker.regions(at: second + UInt64(i) * frame)
+            XCTAssertEqual(regions.count, 1)
+            let region = try XCTUnwrap(regions.first)
+            XCTAssertEqual(region.intersection(walker(i))?.area, walker(i).area, "frame \(i): the walker inside \(region)")
+            XCTAssertLessThan(region.width, 3 * 40, "frame \(i): not the stretch between the sightings: \(region)")
+        }
+    }
+
     /// Sightings of one track further apart than a face moves in the time
     /// between them (a camera motion the estimate missed, or two faces taken
     /// for one): between them the face is hidden around the line from one to
