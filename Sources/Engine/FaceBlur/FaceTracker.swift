@@ -581,7 +581,10 @@ public struct FaceTracker {
             let still = settings.growsByFaceSize && cameraStill(from: a.time, through: b.time)
             let alongLine = still && (sameSize || settings.partialSightingsAlongLine)
             if leaps || alongLine, let line = predicted(list, at: time) {
-                base = sameSize || leaps ? line : Self.holdingEither(a.rect, b.rect, around: line.center)
+                // Never more than their union, which the region was before: for a face standing
+                // still, found whole and then as a part, the box holding either was wider than the face.
+                let spanned = a.rect.union(b.rect)
+                base = sameSize || leaps ? line : Self.holdingEither(a.rect, b.rect, around: line.center).intersection(spanned) ?? spanned
             } else {
                 base = base.union(b.rect)
             }

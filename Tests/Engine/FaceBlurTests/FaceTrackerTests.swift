@@ -104,10 +104,16 @@ final class FaceTrackerTests: XCTestCase {
             var tracker = FaceTracker(settings: settings)
             let id = tracker.update(detections: [whole], time: second)[0].id
             tracker.add(part, to: id, time: second + 3 * second / 10)
+            // The region the union of the two gave (before `partialSightingsAlongLine`).
+            var unionSettings = settings
+            unionSettings.partialSightingsAlongLine = false
+            var union = FaceTracker(settings: unionSettings)
+            union.add(part, to: union.update(detections: [whole], time: second)[0].id, time: second + 3 * second / 10)
             for time in [second + second / 10, second + second / 4] {
                 let between = tracker.regions(at: time)
                 XCTAssertEqual(between.count, 1)
                 XCTAssertEqual(between.first?.intersection(whole)?.area, whole.area, "\(part): the face inside \(between)")
+                XCTAssertEqual(between, union.regions(at: time), "\(part): no wider than the union of the two")
             }
         }
     }
