@@ -545,6 +545,26 @@ final class DetectionPlannerTests: XCTestCase {
         }
     }
 
+    /// For a walker lost while leaving the picture: on each frame from `gone` to 30, what is left of
+    /// it in the picture is hidden, and once it and its grown region (`grown`) are out, nothing is.
+    /// Returns how many frames it had left on.
+    @discardableResult
+    func checkLeaving(_ p: DetectionPlanner, _ walker: (Int) -> FaceRect, from gone: Int, grown: Double,
+                      file: StaticString = #filePath, line: UInt = #line) -> Int {
+        let picture = FaceRect(x: 0, y: 0, width: Double(Self.width), height: Double(Self.height))
+        var left = 0
+        for i in gone...30 {
+            if let inPicture = walker(i).intersection(picture) {
+                XCTAssertTrue(p.regions(forFrame: i).contains { $0.intersection(inPicture)?.area == inPicture.area },
+                              "frame \(i): what is left of it is hidden", file: file, line: line)
+            } else if walker(i).maxX + grown < 0 {
+                XCTAssertEqual(p.regions(forFrame: i), [], "frame \(i): it left, and its region with it", file: file, line: line)
+                left += 1
+            }
+        }
+        return left
+    }
+
     /// A face lost at an edge while walking out of a still camera's picture
     /// goes on walking: its region is carried along its own steady motion
     /// and leaves the picture with it, instead of staying where the searches
@@ -555,16 +575,8 @@ final class DetectionPlannerTests: XCTestCase {
         // of it still in the picture), then not any more.
         func walker(_ i: Int) -> FaceRect { FaceRect(x: 4 - 3 * Double(i), y: 70, width: 40, height: 48) }
         let (p, gone) = try followUntilLost(walker, seenOn: 0...9, changing: (13, 1))
-        let picture = FaceRect(x: 0, y: 0, width: 320, height: 184)
         let grown = (p.tracker.settings.margin + p.tracker.settings.maxGoneGrowth) * 40
-        for i in gone...30 {
-            if let inPicture = walker(i).intersection(picture) {
-                XCTAssertTrue(p.regions(forFrame: i).contains { $0.intersection(inPicture)?.area == inPicture.area },
-                              "frame \(i): what is left of it is hidden")
-            } else if walker(i).maxX + grown < 0 {
-                XCTAssertEqual(p.regions(forFrame: i), [], "frame \(i): it left, and its region with it")
-            }
-        }
+        checkLeaving(p, walker, from: gone, grown: grown)
         XCTAssertLessThan(walker(30).maxX + grown, 0, "the test reaches frames where it is gone")
     }
 
@@ -578,18 +590,8 @@ final class DetectionPlannerTests: XCTestCase {
         // frames 0 to 4 (14 px of it still in the picture at the last), then not any more.
         func walker(_ i: Int) -> FaceRect { FaceRect(x: 6 - 8 * Double(i), y: 70, width: 40, height: 48) }
         let (p, gone) = try followUntilLost(walker, seenOn: 0...4, changing: (13, 1))
-        let picture = FaceRect(x: 0, y: 0, width: 320, height: 184)
         let grown = (p.tracker.settings.margin + p.tracker.settings.maxGoneGrowth) * 48
-        var left = 0
-        for i in gone...30 {
-            if let inPicture = walker(i).intersection(picture) {
-                XCTAssertTrue(p.regions(forFrame: i).contains { $0.intersection(inPicture)?.area == inPicture.area },
-                              "frame \(i): what is left of it is hidden")
-            } else if walker(i).maxX + grown < 0 {
-                XCTAssertEqual(p.regions(forFrame: i), [], "frame \(i): it left, and its region with it")
-                left += 1
-            }
-        }
+        let left = checkLeaving(p, walker, from: gone, grown: grown)
         XCTAssertGreaterThan(left, 15, "the test reaches frames where it is gone, well within the hold")
     }
 
