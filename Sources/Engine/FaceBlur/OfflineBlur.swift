@@ -27,6 +27,14 @@ public enum OfflineBlur {
     /// x264 speed presets, fastest first.
     public static let encoderPresets = ["ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow"]
 
+    /// The encoder `blur` writes with (a fixed quantiser: the same picture
+    /// quality whatever the content). A plain re-encode with it is the floor
+    /// of what `blur` can change outside the faces (the tests and
+    /// bench/live-faces --offline compare against one).
+    public static func encoder(preset: String = "ultrafast") -> String {
+        "x264enc speed-preset=\(preset) pass=quant quantizer=20 key-int-max=60"
+    }
+
     /// `encoderPreset`: x264's speed preset. At the same quantiser the picture
     /// quality is the same (the benchmark clip: 44.9 dB PSNR ultrafast, 45.2 dB
     /// veryfast); slower presets make smaller files (ultrafast's are ~1.6×
@@ -65,7 +73,7 @@ public enum OfflineBlur {
         let audio = audioBranch(for: URL(fileURLWithPath: input), quoted: quote(input))
         let pipeline = try Pipeline.parse("""
             filesrc location=\(quote(input)) ! decodebin ! videoconvert ! video/x-raw,format=I420 ! appsink name=blur_in \
-            appsrc name=blur_out ! videoconvert ! x264enc speed-preset=\(encoderPreset) pass=quant quantizer=20 key-int-max=60 \
+            appsrc name=blur_out ! videoconvert ! \(encoder(preset: encoderPreset)) \
             ! h264parse ! \(format.muxerFactory) name=mux ! filesink async=false location=\(quote(target.temporaryPath)) \
             \(audio.description)
             """)

@@ -314,6 +314,112 @@ final class FaceBlurClipTests: XCTestCase {
         assertAnonymised(verdict)
     }
 
+    /// Offline hides faces, not regions: a camera panning and pushing in over
+    /// a scene with two people in it, blurred, against the same clip
+    /// re-encoded by blur's own encoder with nothing hidden. Outside each face
+    /// (its box grown by half its size, as bench/live-faces judges) the two
+    /// may differ only as two encodes of slightly different pictures do: no
+    /// 16×16 block there is pixelated. The same measure on a stage that hides
+    /// regions a face size beyond each face (`margin` 1.5) must fail, or it
+    /// would prove nothing.
+    func testOfflineBlurOfAMovingCameraChangesNothingOutsideTheFacesBeyondTheEncoder() throws {
+        let scene = try decodeFrames(testAsset("coffee.png"))[0]
+        let photo = Self.astronaut!, face = Self.astronautFace
+        let sceneScale = Double(Self.width) * 1.4 / Double(scene.width)
+        // Two people standing in the scene (scene pixels at the first frame's zoom): face top-left, height.
+        let people = [(x: 120.0, y: 70.0, height: 56.0), (x: 430.0, y: 150.0, height: 40.0)]
+        var frames: [RawImage] = [], faces: [[Rect]] = []
+        for i in 0..<Self.frameCount {
+            let t = Double(i) / Double(Self.frameCount - 1)
+            let (zoom, panX, panY) = (1 + 0.5 * t, 150 * t, 40 * t)   // pan right and down while pushing in
+            var frame = Self.background!
+            frame.draw(scene, x: -panX * zoom, y: -panY * zoom, scale: sceneScale * zoom)
+            var boxes: [Rect] = []
+            for person in people {
+                let h = person.height * zoom, s = h / face.height
+                let (fx, fy) = ((person.x - panX) * zoom, (person.y - panY) * zoom)
+                frame.draw(photo, x: fx - face.x * s, y: fy - face.y * s, scale: s)
+                boxes.append(Rect(x: fx, y: fy, width: face.width * s, height: h))
+            }
+            frames.append(frame)
+            faces.append(boxes)
+        }
+        let dir = TemporaryDirectory()
+        let input = dir.file("moving-camera.mp4"), plain = dir.file("plain.mp4")
+        try writeClip(frames, to: input)
+        try Pipeline.parse("""
+            filesrc location="\(input.path)" ! decodebin ! videoconvert ! video/x-raw,format=I420 \
+            ! \(OfflineBlur.encoder()) ! h264parse ! mp4mux ! filesink location="\(plain.path)"
+            """).playToEnd(timeoutSeconds: 120)
+        let source = try decodeFrames(input), reencoded = try decodeFrames(plain)
+        XCTAssertEqual(reencoded.count, frames.count)
+        /// Whether a 16×16 block at (bx, by) on frame i is outside every face grown by half its size.
+        func outsideFaces(_ i: Int, _ bx: Int, _ by: Int) -> Bool {
+            let block = Rect(x: Double(bx), y: Double(by), width: 16, height: 16)
+            return !faces[i].contains { Rect(x: $0.x - $0.width / 2, y: $0.y - $0.height / 2, width: $0.width * 2, height: $0.height * 2).intersects(block) }
+        }
+        /// The sum of absolute luma differences over the 16×16 block at (bx, by).
+        func blockDifference(_ a: RawImage, _ b: RawImage, _ bx: Int, _ by: Int) -> Int {
+            var diff = 0
+            for row in by..<by + 16 {
+                for col in bx..<bx + 16 { diff += abs(Int(a.luma(col, row)) - Int(b.luma(col, row))) }
+            }
+            return diff
+        }
+        /// What `picture` changed outside the faces: the mean luma difference to the source there.
+        func damage(_ picture: [RawImage]) -> Double {
+            var sum = 0, count = 0
+            for (i, (a, b)) in zip(source, picture).enumerated() {
+                for by in stride(from: 0, to: a.height - 15, by: 16) {
+                    for bx in stride(from: 0, to: a.width - 15, by: 16) where outsideFaces(i, bx, by) {
+                        sum += blockDifference(a, b, bx, by)
+                        count += 256
+                    }
+                }
+            }
+            return Double(sum) / Double(max(1, count))
+        }
+        let encoderDamage = damage(reencoded)
+
+        /// Blurred with `settings`: the worst share of 16×16 blocks outside the grown faces that
+        /// differ from the re-encode by more than encoder noise; the damage outside the faces;
+        /// the most detail any face kept (against the re-encode's).
+        func blurred(_ name: String, _ settings: FaceBlurSettings) throws -> (blocks: Double, damage: Double, detail: Double) {
+            let output = dir.file("\(name).mp4")
+            _ = try OfflineBlur.run(input: input.path, output: output.path, settings: settings, logger: stageTestLogger())
+            let after = try decodeFrames(output)
+            XCTAssertEqual(after.count, reencoded.count, "\(name): same frame count")
+            var worstBlocks = 0.0, detailKept = 0.0
+            for (i, (a, b)) in zip(reencoded, after).enumerated() {
+                var changed = 0, blocks = 0
+                for by in stride(from: 0, to: a.height - 15, by: 16) {
+                    for bx in stride(from: 0, to: a.width - 15, by: 16) where outsideFaces(i, bx, by) {
+                        blocks += 1
+                        if blockDifference(a, b, bx, by) > 6 * 256 { changed += 1 }
+                    }
+                }
+                worstBlocks = max(worstBlocks, Double(changed) / Double(max(1, blocks)))
+                for box in faces[i] where box.x >= 0 && box.y >= 0 && box.x + box.width <= Double(a.width) && box.y + box.height <= Double(a.height) {
+                    if let before = detail(of: a, in: box), before > 0, let kept = detail(of: b, in: box) {
+                        detailKept = max(detailKept, kept / before)
+                    }
+                }
+            }
+            let outside = damage(after)
+            print(String(format: "offline blur %@: worst frame %.1f %% of blocks outside faces changed, damage outside faces %.2f (a re-encode's %.2f), faces keep ≤ %.2f of their detail",
+                         name, worstBlocks * 100, outside, encoderDamage, detailKept))  // test report
+            return (worstBlocks, outside, detailKept)
+        }
+        let stage = try blurred("blurred", FaceBlurSettings(modelPath: faceModelPath, offline: true))
+        XCTAssertLessThan(stage.detail, 0.5, "every face hidden")
+        XCTAssertEqual(stage.blocks, 0, accuracy: 0.01, "no block outside the faces pixelated")
+        XCTAssertLessThan(stage.damage, encoderDamage + 0.5, "outside the faces, the encoder's damage only")
+        var wide = FaceBlurSettings(modelPath: faceModelPath, offline: true)
+        wide.tracker.margin = 1.5
+        let regions = try blurred("regions", wide)
+        XCTAssertGreaterThan(regions.blocks, 0.05, "regions a face size beyond each face are caught")
+    }
+
     func testDarkAndBrightFaces() throws {
         for (name, gain) in [("dark", 0.35), ("bright", 1.6)] {
             let clip = Self.clip(name, photo: Self.astronaut, face: Self.astronautFace) { t in

@@ -75,6 +75,10 @@ public struct Rect: Equatable {
         return x1 > x0 && y1 > y0 ? (x0, y0, x1, y1) : nil
     }
     public var area: Double { width * height }
+    /// Whether the two overlap (touching edges do not).
+    public func intersects(_ other: Rect) -> Bool {
+        x < other.x + other.width && other.x < x + width && y < other.y + other.height && other.y < y + height
+    }
 }
 
 /// Decodes a picture or video file into I420 frames.
