@@ -288,13 +288,30 @@ struct DetectionPlanner {
     }
 
     /// Whether `box` (found in `region`) touches an edge of the region that
-    /// is not an edge of the frame: it may be a face cut in two.
-    static func touchesInnerEdge(_ box: FaceRect, of region: FaceRect, width: Int, height: Int) -> Bool {
-        let slack = 2.0
+    /// is not an edge of the frame (within `slack` pixels): it may be a face cut in two.
+    static func touchesInnerEdge(_ box: FaceRect, of region: FaceRect, width: Int, height: Int, slack: Double = 2) -> Bool {
         return (region.x > 0 && box.x <= region.x + slack)
             || (region.maxX < Double(width) && box.maxX >= region.maxX - slack)
             || (region.y > 0 && box.y <= region.y + slack)
             || (region.maxY < Double(height) && box.maxY >= region.maxY - slack)
+    }
+
+    /// How close to an inner edge of the searched region a box found by `kind`
+    /// counts as touching it. A tile cuts faces larger than the tiles'
+    /// overlap, and the box the network draws around what is left may stop
+    /// a few pixels short of the cut: on the moving clip, live, the spare-time
+    /// tiles (320×277 px) gave such boxes of faces 200–300 px tall (one
+    /// 114×266 px, 3 px short of its tile's edge), which started a second
+    /// track below a face another track held whole; its region between its
+    /// sightings hid up to 9.7 % of the picture on 15–24 frames of 300. Within
+    /// 5 % of the box's size of a tile's inner edge, that clip had 1–2 such
+    /// frames. Such a face is whole in the neighbouring tile (tiles overlap by
+    /// more than a small face) or in the whole-frame search (faces from
+    /// ~45 px), where the slack stays 2 px for faces under 40 px. A follow's
+    /// square is centred on the face: 2 px there.
+    static func innerEdgeSlack(for box: FaceRect, foundBy kind: Kind) -> Double {
+        guard case .tile = kind else { return 2 }
+        return max(2, 0.05 * max(box.width, box.height))
     }
 
     var oldest: Frame? { frames.first }
@@ -855,7 +872,8 @@ struct DetectionPlanner {
             }
             pass.sceneEpoch = sceneEpoch
         }
-        let faces = found.filter { !Self.touchesInnerEdge($0, of: pass.region, width: width, height: height) }
+        let faces = found
+            .filter { !Self.touchesInnerEdge($0, of: pass.region, width: width, height: height, slack: Self.innerEdgeSlack(for: $0, foundBy: pass.kind)) }
             .filter { Self.shareInPicture($0, width: width, height: height) >= Self.minimumShareInside }
             .map(pass.travel.toScene)
         switch pass.kind {

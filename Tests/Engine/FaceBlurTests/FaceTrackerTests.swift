@@ -370,6 +370,23 @@ final class FaceTrackerTests: XCTestCase {
                        "the frame's own edges are real edges")
     }
 
+    /// A big face cut by a tile: the box around what is left may stop a few
+    /// pixels short of the cut (the moving clip: 114×266 px, 3 px short). From
+    /// a tile it is dropped; a small face as close is a face whole in the
+    /// tile (2 px, as before); a follow's square keeps its 2 px.
+    func testABigFaceCutByATileIsDroppedThoughItsBoxStopsShortOfTheCut() {
+        let tile = FaceRect(x: 0, y: 148, width: 320, height: 277)   // a spare-time tile of a 1280×720 frame
+        let cut = FaceRect(x: 203, y: 152, width: 114, height: 266)  // ends at x = 317
+        func drops(_ box: FaceRect, _ kind: DetectionPlanner.Kind) -> Bool {
+            DetectionPlanner.touchesInnerEdge(box, of: tile, width: 1280, height: 720,
+                                              slack: DetectionPlanner.innerEdgeSlack(for: box, foundBy: kind))
+        }
+        XCTAssertTrue(drops(cut, .tile(12)))
+        XCTAssertFalse(drops(cut, .follow(track: 1, backwards: false)), "a follow's square is centred on its face")
+        XCTAssertFalse(drops(FaceRect(x: 287, y: 200, width: 30, height: 36), .tile(12)), "a small face 3 px from the edge is whole")
+        XCTAssertFalse(DetectionPlanner.touchesInnerEdge(cut, of: tile, width: 1280, height: 720), "2 px by default")
+    }
+
     func testTilesCoverTheFrameWithOverlap() {
         let tiles = DetectionPlanner.tiles(width: 1280, height: 720, tileWidth: 480, tileHeight: 416)
         XCTAssertEqual(tiles.count, 6)
