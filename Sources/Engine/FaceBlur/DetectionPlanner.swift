@@ -301,13 +301,13 @@ struct DetectionPlanner {
     /// overlap, and the box the network draws around what is left may stop
     /// a few pixels short of the cut: on the moving clip, live, the spare-time
     /// tiles (320×277 px) gave such boxes of faces 200–300 px tall (one
-    /// 114×266 px, 3 px short of its tile's edge), which started a second
-    /// track below a face another track held whole; its region between its
-    /// sightings hid up to 9.7 % of the picture on 15–24 frames of 300. Within
-    /// 5 % of the box's size of a tile's inner edge, that clip had 1–2 such
-    /// frames. Such a face is whole in the neighbouring tile (tiles overlap by
-    /// more than a small face) or in the whole-frame search (faces from
-    /// ~45 px), where the slack stays 2 px for faces under 40 px. A follow's
+    /// 114×266 px, 3 px short of its tile's edge), which fed a second track
+    /// below a face another track held whole; its region between its
+    /// sightings hid the street around the face during the whip-pan (the
+    /// stage's own hiding beyond faces there, measured in docs/privacy.md).
+    /// A face dropped this way is whole in the neighbouring tile (tiles
+    /// overlap by more than a small face) or in the whole-frame search (faces
+    /// from ~45 px); the slack stays 2 px for faces under 40 px. A follow's
     /// square is centred on the face: 2 px there.
     static func innerEdgeSlack(for box: FaceRect, foundBy kind: Kind) -> Double {
         guard case .tile = kind else { return 2 }
