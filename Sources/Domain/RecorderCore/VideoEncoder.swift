@@ -6,10 +6,15 @@ public enum VideoEncoder: String, CaseIterable, Sendable {
 
     /// The element chain for `${encoder}`: a keyframe every second (chunks are cut on keyframes)
     /// at `bitrateKbps`. The hardware chains are checked with gst-inspect-1.0 only where installed.
+    ///
+    /// x264's keyframes come only every second (`scenecut=0`), as the hardware encoders' do. With its
+    /// scene-cut detection a whip-pan read as a run of scene cuts: keyframes on up to six frames in a
+    /// row, each several times a predicted frame's size, which the bitrate then took from the frames
+    /// around them (the crowd clip, docs/privacy.md). A predicted frame codes a cut with intra blocks.
     public func chain(framerate: Int, bitrateKbps: Int) -> String {
         switch self {
         case .x264:
-            return "x264enc tune=zerolatency speed-preset=veryfast key-int-max=\(framerate) bitrate=\(bitrateKbps)"
+            return "x264enc tune=zerolatency speed-preset=veryfast key-int-max=\(framerate) option-string=scenecut=0 bitrate=\(bitrateKbps)"
         case .openh264:
             return "openh264enc rate-control=bitrate bitrate=\(bitrateKbps * 1000) gop-size=\(framerate) complexity=low"
         case .v4l2:

@@ -27,7 +27,7 @@ final class EncoderTests: XCTestCase {
     func testTheEncoderKeyFillsTheVariableAndAnOwnChainWins() throws {
         let folder = TemporaryDirectory()
         XCTAssertEqual(try config(folder, []).pipelineVariables["encoder"],
-                       "x264enc tune=zerolatency speed-preset=veryfast key-int-max=30 bitrate=500")
+                       "x264enc tune=zerolatency speed-preset=veryfast key-int-max=30 option-string=scenecut=0 bitrate=500")
         XCTAssertEqual(try config(folder, ["recording.encoder=openh264"]).pipelineVariables["encoder"],
                        "openh264enc rate-control=bitrate bitrate=500000 gop-size=30 complexity=low")
         XCTAssertEqual(try config(folder, ["recording.encoder=vaapi", "pipeline.vars.encoder=x264enc"]).pipelineVariables["encoder"], "x264enc")
@@ -55,6 +55,36 @@ final class EncoderTests: XCTestCase {
                 XCTAssertTrue(report.output.contains("H.264"), "\(encoder): \(report.output)")
             }
         }
+    }
+
+    /// Snow is a scene cut on every frame for x264's scene-cut detection, which then made every
+    /// frame a keyframe; a whip-pan made a run of them, starving the frames around (VideoEncoder).
+    func testX264PutsAKeyframeOnlyEverySecondThoughEveryFrameIsACut() throws {
+        let folder = TemporaryDirectory()
+        let pipeline = folder.file("snow.pipeline")
+        try pipelineText.replacingOccurrences(of: "is-live=true", with: "is-live=true pattern=snow")
+            .write(to: pipeline, atomically: true, encoding: .utf8)
+        let run = try runTool(recorderExecutable, ["run", "--config", repoPath("config/demo.toml"), "--duration", "3",
+                                                   "--set", "recording.pipeline=\(pipeline.path)", "--set", "recording.encoder=x264",
+                                                   "--set", "recording.storage_dir=\(folder.file("chunks").path)",
+                                                   "--set", "console.enabled=false", "--set", "pipeline.vars.width=320",
+                                                   "--set", "pipeline.vars.height=240", "--set", "pipeline.vars.bitrate_kbps=500"])
+        XCTAssertEqual(run.status, 0, run.output)
+        let chunks = try FileManager.default.contentsOfDirectory(atPath: folder.file("chunks").path).filter { $0.hasPrefix("chunk_") }
+        XCTAssertFalse(chunks.isEmpty, run.output)
+        var frames = 0, keyframes = 0
+        for chunk in chunks {
+            // Every buffer qtdemux hands on, with its flags: a keyframe is one without delta-unit.
+            let demux = try runTool("gst-launch-1.0", ["-v", "filesrc", "location=\(folder.file("chunks").appendingPathComponent(chunk).path)",
+                                                       "!", "qtdemux", "!", "fakesink", "silent=false"])
+            XCTAssertEqual(demux.status, 0, demux.output)
+            let buffers = demux.output.split(separator: "\n").filter { $0.contains("last-message = chain") }
+            frames += buffers.count
+            keyframes += buffers.filter { !$0.contains("delta-unit") }.count
+        }
+        XCTAssertGreaterThan(frames, 60, "three seconds recorded")
+        // One a second, and one where each chunk starts.
+        XCTAssertLessThanOrEqual(keyframes, frames / 30 + 1 + chunks.count, "\(keyframes) keyframes in \(frames) frames")
     }
 
     func testHardwareEncodersLoadWhereInstalledAndOtherwiseNameTheirPackage() throws {
