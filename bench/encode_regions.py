@@ -18,7 +18,6 @@ live run's spread.
 """
 import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -29,17 +28,6 @@ import live_faces as lf
 
 RECORDER_X264 = "x264enc tune=zerolatency speed-preset=veryfast key-int-max=30 option-string=scenecut=0 bitrate=4000"
 FRAMES = 300
-
-
-def traced_regions(log):
-    """Frame index → the rectangles the stage hid on it (first pass of the clip only)."""
-    regions = {}
-    for line in open(log, errors="replace"):
-        m = re.search(r"frame (\d+) at \d+ ms: hiding \[(.*)\], \d+ unconfirmed", line)
-        if m and int(m[1]) < FRAMES and int(m[1]) not in regions:
-            regions[int(m[1])] = [tuple(map(float, r.groups()))
-                                  for r in re.finditer(r"\((-?[\d.]+),(-?[\d.]+) ([\d.]+)x([\d.]+)\)", m[2])]
-    return regions
 
 
 def pixelate(plane, x0, y0, x1, y1, cell):
@@ -55,7 +43,7 @@ def hide(frame, rects, W, H):
     y = frame[:W * H].reshape(H, W)
     u = frame[W * H:W * H * 5 // 4].reshape(H // 2, W // 2)
     v = frame[W * H * 5 // 4:].reshape(H // 2, W // 2)
-    for x, top, w, h in rects:
+    for _, _, x, top, w, h in rects:
         cell = max(8, int(min(w, h)) // 3)
         x0, y0 = int(np.floor(x)), int(np.floor(top))
         x1, y1 = x0 + int(np.ceil(w)), y0 + int(np.ceil(h))
@@ -85,13 +73,13 @@ def main():
     size = W * H * 3 // 2
     source_path = os.path.join(work, "in.raw")
     source = np.memmap(source_path, dtype=np.uint8, mode="r")[:FRAMES * size].reshape(FRAMES, size)
-    regions = traced_regions(log)
+    traced = lf.traced_frames(log)
     with tempfile.TemporaryDirectory() as folder:
         hidden_path = os.path.join(folder, "hidden.i420")
         with open(hidden_path, "wb") as f:
             for i in range(FRAMES):
                 frame = np.array(source[i])
-                hide(frame, regions.get(i, []), W, H)
+                hide(frame, traced.get(i, ([], 0))[0], W, H)
                 f.write(frame.tobytes())
         plain, plain_bytes = encoded(source_path, W, H, encoder, folder, "plain")
         stage, stage_bytes = encoded(hidden_path, W, H, encoder, folder, "stage")

@@ -683,6 +683,20 @@ TRACED_FRAME = re.compile(r"frame (\d+) at \d+ ms: hiding \[(.*)\], (\d+) unconf
 TRACED_REGION = re.compile(r"track (\d+) (\w+)( to the edge)? \((-?\d+),(-?\d+) (\d+)x(\d+)\)")
 
 
+def traced_frames(log):
+    """Frame index → (the regions the stage's trace log says it hid on that
+    frame, each (rule, track, x, y, w, h); its count of unconfirmed runs).
+    The first time a frame index appears only: a second run of the stage, as
+    when the live clip ends and the pipeline restarts, is left out."""
+    traced = {}
+    for line in open(log, errors="replace"):
+        m = TRACED_FRAME.search(line)
+        if m and int(m[1]) not in traced:
+            regions = [(f"{r[2]}{r[3] or ''}", int(r[1]), *map(int, r.groups()[3:])) for r in TRACED_REGION.finditer(m[2])]
+            traced[int(m[1])] = (regions, int(m[3]))
+    return traced
+
+
 def attribute(raw_in, raw_out, truth_path, log):
     """Which of the stage's rules hid the picture beyond the faces: every
     hidden block (as hidden_blocks counts them) on the frames that hide beyond
@@ -697,12 +711,7 @@ def attribute(raw_in, raw_out, truth_path, log):
     t = json.load(open(truth_path))
     W, H, truth = t["width"], t["height"], t["faces"]
     partial = t.get("partial", [[] for _ in truth])
-    traced = {}
-    for line in open(log, errors="replace"):
-        m = TRACED_FRAME.search(line)
-        if m and int(m[1]) not in traced:
-            regions = [(f"{r[2]}{r[3] or ''}", int(r[1]), *map(int, r.groups()[3:])) for r in TRACED_REGION.finditer(m[2])]
-            traced[int(m[1])] = (regions, int(m[3]))
+    traced = traced_frames(log)
     if not traced:
         sys.exit(f"{log}: no traced frames (the stage logs its regions at --log-level trace)")
     before, after = frames(raw_in, W, H), frames(raw_out, W, H)
