@@ -86,6 +86,10 @@ public struct FaceTracker {
         /// the detector) for a second and a half more, when its hold had run out. Zero: a hold
         /// of `holdNs` from the last sighting wherever the face was (as before).
         public var maxHeldOutOfSightNs: UInt64 = 3_000_000_000
+        /// A face held past `holdNs` only because the camera kept it out of sight stops being
+        /// hidden once another track is seen where it is held (`isFoundAgain`). Off: held, with
+        /// its grown region, for as long as the stretch lasts.
+        public var heldFaceFoundAgainEndsHold = true
         public init() {}
     }
 
@@ -370,6 +374,26 @@ public struct FaceTracker {
         }
     }
 
+    /// Whether `track`, at `time` held past its plain hold only because the camera kept it out of
+    /// sight, has had its face found again since where it is held: another track was seen, after
+    /// this one's last sighting and by `time`, nearer to it than `foundAgainDistance`. That track
+    /// hides the face with a box that fits it; this one's region, grown for the time the face was
+    /// lost, hid the picture around it. (The moving clip: a face the camera carried out through
+    /// the left edge and brought back zoomed in was found again by a new track, and the held
+    /// region, 2.6 times the face, hid the picture around it for a third of a second.)
+    private func isFoundAgain(_ track: Track, by time: UInt64) -> Bool {
+        guard let last = track.observations.last, plainHoldEnd(track) < time else { return false }
+        return tracks.contains { other in
+            other.id != track.id && other.observations.contains {
+                $0.time > last.time && $0.time <= time && Self.distance($0.rect, last.rect) < Self.foundAgainDistance
+            }
+        }
+    }
+
+    /// How near (centre distance in face sizes, sizes within 2×) a sighting must be to a held
+    /// face for that face to count as found again: overlapping it by most of its size.
+    static let foundAgainDistance = 0.5
+
     /// Forgets tracks whose hold ended before `time`; returns their ids.
     @discardableResult
     public mutating func prune(now time: UInt64) -> [Int] {
@@ -415,6 +439,7 @@ public struct FaceTracker {
         tracks.compactMap { track -> Hidden? in
             guard let first = track.observations.first, let last = track.observations.last else { return nil }
             if time + settings.lookAheadNs < first.time || time > holdEnd(track) { return nil }
+            if settings.heldFaceFoundAgainEndsHold, isFoundAgain(track, by: time) { return nil }
             guard let (face, region) = hiddenRegion(track, at: time, speed: settings.motion, maxGrowth: settings.maxMotionGrowth,
                                                     knownMotionSpeed: settings.knownMotionGrowth) else { return nil }
             let beyond = time < first.time ? first.rect : time > last.time ? last.rect : nil

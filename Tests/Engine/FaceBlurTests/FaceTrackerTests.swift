@@ -54,6 +54,43 @@ final class FaceTrackerTests: XCTestCase {
         XCTAssertEqual(still.regions(at: 11 * second + 1).count, 0)
     }
 
+    /// A face held past its plain hold because the camera kept it out of sight, then brought back
+    /// in and found again by a new track, is hidden by that track's box from its sighting on, not
+    /// also by its own region grown for the time it was lost. A face found elsewhere ends nothing.
+    func testAHeldFaceFoundAgainWhereItIsHeldIsHiddenByTheNewSightingAlone() {
+        let face = FaceRect(x: 100, y: 100, width: 40, height: 40)
+        let step = second / 10
+        func carriedOutAndBack(_ settings: FaceTracker.Settings) -> FaceTracker {
+            var tracker = FaceTracker(settings: settings)
+            tracker.update(detections: [face], time: 10 * second)
+            for k in 1...20 {
+                let t = 10 * second + UInt64(k) * step
+                tracker.noteCamera(moving: true, at: t)
+                tracker.holdWhileOutOfSight(at: t, for: step) { _ in k <= 15 }   // out of sight 1.5 s, then back
+            }
+            return tracker
+        }
+        let foundAt = 11 * second + second / 2
+        let again = FaceRect(x: 104, y: 98, width: 42, height: 42)
+
+        var tracker = carriedOutAndBack(settings)
+        XCTAssertEqual(tracker.regions(at: foundAt), [face.expanded(by: 0.75)], "held, grown, past its plain hold")
+        XCTAssertEqual(tracker.update(detections: [again], time: foundAt), [FaceTracker.Assignment(id: 2, isNew: true)])
+        XCTAssertEqual(tracker.regions(at: foundAt), [again.expanded(by: 0.25)], "the new sighting's box alone")
+        XCTAssertEqual(tracker.regions(at: foundAt + step).count, 1)
+        XCTAssertEqual(tracker.regions(at: foundAt - step).count, 2, "before the new sighting the held region stays")
+
+        var elsewhere = carriedOutAndBack(settings)
+        elsewhere.update(detections: [FaceRect(x: 400, y: 100, width: 40, height: 40)], time: foundAt)
+        XCTAssertEqual(elsewhere.regions(at: foundAt).count, 2, "a face found elsewhere does not end the hold")
+
+        var off = settings
+        off.heldFaceFoundAgainEndsHold = false
+        var before = carriedOutAndBack(off)
+        before.update(detections: [again], time: foundAt)
+        XCTAssertEqual(before.regions(at: foundAt).count, 2, "the rule off: both regions")
+    }
+
     /// A fast face seen twice far apart: between the sightings it is hidden where the line from one
     /// to the other puts it, grown by the margin and motion in face sizes; not over the stretch
     /// between them (a walker seen a second apart hid a stripe of the fixed clip's street), and not
