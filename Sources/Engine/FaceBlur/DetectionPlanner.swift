@@ -174,6 +174,13 @@ struct DetectionPlanner {
         var searchedTravel: Travel?
     }
 
+    /// A search of area `area` on frame `frame`, and the camera's travel there.
+    struct Search {
+        var area: Int
+        var frame: Int
+        var travel: Travel
+    }
+
     /// What the planner knows about following a track.
     struct Follow {
         /// The latest frame on which the face was searched for (found or not).
@@ -204,6 +211,9 @@ struct DetectionPlanner {
     private(set) var vouchingAreas = 0..<1
     private(set) var frames: [Frame] = []
     private(set) var follows: [Int: Follow] = [:]
+    /// The whole-frame and tile searches (regular and spare-time) on frames still held, or
+    /// recently left: what part of the scene each looked at (`unvouchedBlocks`).
+    private(set) var recentSearches: [Search] = []
     var tracker: FaceTracker
     private(set) var draining = false
     /// Passes being run (several detection threads): not offered again until recorded.
@@ -361,6 +371,9 @@ struct DetectionPlanner {
         for k in areas.indices {
             if let then = areas[k].searchedTravel { areas[k].searchedTravel = Travel(frameToScene: sceneToNew.after(then.frameToScene)) }
         }
+        for k in recentSearches.indices {
+            recentSearches[k].travel.frameToScene = sceneToNew.after(recentSearches[k].travel.frameToScene)
+        }
         cameraSpeed *= sceneToNew.scale
         travel = Travel()
         sceneEpoch += 1
@@ -380,6 +393,8 @@ struct DetectionPlanner {
         guard !frames.isEmpty else { return }
         frames.removeFirst()
         guard let oldest = frames.first else { return }
+        let memory = searchMemory
+        recentSearches.removeAll { $0.frame + memory < oldest.index }
         // Tracks no queued frame can need any more.
         for id in tracker.prune(now: oldest.time) { follows[id] = nil }
         // A trace cannot go below the oldest frame still held.
@@ -421,7 +436,61 @@ struct DetectionPlanner {
         let a = areas[i]
         guard let last = a.lastSearch else { return false }
         if settings.strict { return frame(index)?.covered.contains(i) ?? false }
-        return last >= index || (a.dirtySince ?? Int.max) > index
+        if last >= index { return unvouchedBlocks(i, index).isEmpty }
+        return (a.dirtySince ?? Int.max) > index
+    }
+
+    /// How far (frame pixels) a block's centre must lie outside a frame's picture to count as out
+    /// of the sight of a search on that frame: a block, so that a camera shaking by a few pixels
+    /// takes nothing out of sight.
+    static let sightMargin = Double(block)
+
+    /// How many frames before or after a held frame a search may have seen its content
+    /// (`unvouchedBlocks`): two search cycles of the area's kind (a stage behind stretches them).
+    private func sightWindow(_ i: Int) -> Int { 2 * (i == 0 ? settings.wholeEvery : max(settings.wholeEvery, settings.tileEvery)) }
+
+    /// How long a search is remembered after the oldest frame held passed it.
+    private var searchMemory: Int { 2 * max(settings.wholeEvery, settings.tileEvery) }
+
+    /// The blocks (column, row) of area `i` on held frame `index` that no search of the area's kind
+    /// looked at: the area's covering search ran on a later frame, by which the camera had taken
+    /// them out of the picture, and no search on a frame near `index` had them in its area either
+    /// (picture leaving through the edge opposite the one it came in at was in an earlier search's
+    /// area, further in).
+    /// That is picture which came in at an edge after one search and left through an edge before
+    /// the next: a later search cannot vouch for what it did not see. (The crowd clip: a small face
+    /// came in at the top edge at the end of a whip-pan and left through it a fifth of a second
+    /// later, between two searches of the tile over it, and the later one vouched for the frames
+    /// it was on.) Empty when the area was searched on the frame itself, or its covering search
+    /// had all of the frame's area in sight.
+    func unvouchedBlocks(_ i: Int, _ index: Int) -> [(column: Int, row: Int)] {
+        let a = areas[i]
+        guard !settings.strict, let frame = frame(index), !frame.covered.contains(i),
+              let last = a.lastSearch, last > index, let then = a.searchedTravel else { return [] }
+        let toLater = then.frameToScene.inverse.after(frame.travel.frameToScene)
+        let margin = Self.sightMargin
+        func inPicture(_ p: (x: Double, y: Double)) -> Bool {
+            p.x >= -margin && p.y >= -margin && p.x <= Double(width) + margin && p.y <= Double(height) + margin
+        }
+        let corners = [(a.rect.x, a.rect.y), (a.rect.maxX, a.rect.y), (a.rect.x, a.rect.maxY), (a.rect.maxX, a.rect.maxY)]
+        if corners.allSatisfy({ inPicture(toLater.apply($0.0, $0.1)) }) { return [] }
+        // Searches of the same kind (the whole frame's finds big faces only) near the frame.
+        let window = sightWindow(i)
+        let near = recentSearches.filter { ($0.area == 0) == (i == 0) && abs($0.frame - index) <= window }
+            .map { (rect: areas[$0.area].rect, toThere: $0.travel.frameToScene.inverse.after(frame.travel.frameToScene)) }
+        var out: [(column: Int, row: Int)] = []
+        for by in a.by0..<a.by1 {
+            for bx in a.bx0..<a.bx1 {
+                let centre = (Double(bx * Self.block + Self.block / 2), Double(by * Self.block + Self.block / 2))
+                guard !inPicture(toLater.apply(centre.0, centre.1)) else { continue }
+                let seen = near.contains { search in
+                    let p = search.toThere.apply(centre.0, centre.1)
+                    return p.x >= search.rect.x && p.y >= search.rect.y && p.x <= search.rect.maxX && p.y <= search.rect.maxY
+                }
+                if !seen { out.append((bx, by)) }
+            }
+        }
+        return out
     }
 
     /// The face regions to hide in held frame `index`, in its pixels.
@@ -578,7 +647,7 @@ struct DetectionPlanner {
     func holdUp(_ index: Int) -> String {
         var parts = ["frames \(oldest?.index ?? -1)…\(newest?.index ?? -1)", "in flight \(inFlight)"]
         for i in vouchingAreas where !areaCovers(i, index) {
-            parts.append("area \(i): last search \(areas[i].lastSearch.map(String.init) ?? "none"), dirty since \(areas[i].dirtySince.map(String.init) ?? "none")")
+            parts.append("area \(i): last search \(areas[i].lastSearch.map(String.init) ?? "none"), dirty since \(areas[i].dirtySince.map(String.init) ?? "none"), \(unvouchedBlocks(i, index).count) blocks out of its sight")
         }
         for (id, f) in follows.sorted(by: { $0.key < $1.key }) where f.isPending(on: index) {
             parts.append("follow \(id): born \(f.born), checked through \(f.checkedThrough), misses \(f.misses), lost \(f.lost), frontier \(f.frontier.map(String.init) ?? "none"), interval \(followInterval(id))")
@@ -610,17 +679,26 @@ struct DetectionPlanner {
         let per = cell / Self.block
         let cw = (bw + per - 1) / per, ch = (bh + per - 1) / per
         var hit = [Bool](repeating: false, count: cw * ch)
+        func mark(_ bx: Int, _ by: Int, grownBy grow: Int) {
+            for y in max(0, by - grow)...min(bh - 1, by + grow) {
+                for x in max(0, bx - grow)...min(bw - 1, bx + grow) { hit[(y / per) * cw + x / per] = true }
+            }
+        }
         for area in vouchingAreas where !areaCovers(area, index) {
             let a = areas[area]
+            if let last = a.lastSearch, last > index {
+                // Searched later, but some of this frame's picture had left by then: that part only,
+                // grown by a small face (the rest of a face cut by the edge was searched).
+                for block in unvouchedBlocks(area, index) { mark(block.column, block.row, grownBy: Self.unvouchedGrowth) }
+                continue
+            }
             var k = 0
             for by in a.by0..<a.by1 {
                 for bx in a.bx0..<a.bx1 {
                     defer { k += 1 }
                     guard a.lastSearch == nil || abs(Int(frame.blocks[by * bw + bx]) - Int(a.reference[k])) >= settings.changeThreshold
                     else { continue }
-                    for y in max(0, by - 1)...min(bh - 1, by + 1) {
-                        for x in max(0, bx - 1)...min(bw - 1, bx + 1) { hit[(y / per) * cw + x / per] = true }
-                    }
+                    mark(bx, by, grownBy: 1)
                 }
             }
         }
@@ -645,6 +723,10 @@ struct DetectionPlanner {
         }
         return cells
     }
+
+    /// Blocks an unvouched block is grown by when a frame leaves unsettled: the smallest face a
+    /// tile finds, about 3 blocks, of which the part still in the later search's picture was searched.
+    static let unvouchedGrowth = 3
 
     /// A frame leaving before its follow or trace back reached a face hides
     /// where that face may have gone since a search last saw it, not only the
@@ -719,25 +801,35 @@ struct DetectionPlanner {
                 due = oldest.index
             }
             guard let t = target(due) else { continue }
-            offer(t, i == 0 ? 2 : 3, bestEffort: bestEffort) {
-                guard let frame = frame(t) else { return nil }
-                let reference = cells(of: area, in: frame)
-                guard i != 0 else {
-                    // The frame and its mirrored margin, at the scale the frame alone would have.
-                    let pad = Double(Self.wholeFramePad)
-                    let padded = FaceRect(x: -pad, y: -pad, width: Double(width) + 2 * pad, height: Double(height) + 2 * pad)
-                    let inputWidth = min(settings.wholeWidth, ((width + 31) / 32) * 32) * Int(padded.width) / width
-                    return Pass(kind: .whole, frame: t, time: frame.time, region: padded,
-                                input: FaceDetector.inputSize(forRegionWidth: Int(padded.width), height: Int(padded.height),
-                                                              inputWidth: inputWidth),
-                                keepAspect: false, reference: reference, travel: frame.travel, sceneEpoch: sceneEpoch)
-                }
-                return Pass(kind: .tile(i), frame: t, time: frame.time, region: area.rect,
-                            input: (settings.tileWidth, settings.tileHeight), keepAspect: true, reference: reference,
-                            travel: frame.travel, sceneEpoch: sceneEpoch)
-            }
+            offer(t, i == 0 ? 2 : 3, bestEffort: bestEffort) { areaPass(i, on: t) }
+        }
+        // Picture that came in after an area's search and left before its next: searched on the
+        // oldest frame that shows it, before that frame leaves.
+        for i in vouchingAreas where !settings.strict && !inFlight.contains(i == 0 ? .whole : .tile(i)) {
+            guard let t = frames.first(where: { !unvouchedBlocks(i, $0.index).isEmpty })?.index else { continue }
+            offer(t, i == 0 ? 2 : 3) { areaPass(i, on: t) }
         }
         return best?.pass
+    }
+
+    /// A search of area `i` (0: the whole frame) on held frame `t`.
+    private func areaPass(_ i: Int, on t: Int) -> Pass? {
+        guard let frame = frame(t) else { return nil }
+        let area = areas[i]
+        let reference = cells(of: area, in: frame)
+        guard i != 0 else {
+            // The frame and its mirrored margin, at the scale the frame alone would have.
+            let pad = Double(Self.wholeFramePad)
+            let padded = FaceRect(x: -pad, y: -pad, width: Double(width) + 2 * pad, height: Double(height) + 2 * pad)
+            let inputWidth = min(settings.wholeWidth, ((width + 31) / 32) * 32) * Int(padded.width) / width
+            return Pass(kind: .whole, frame: t, time: frame.time, region: padded,
+                        input: FaceDetector.inputSize(forRegionWidth: Int(padded.width), height: Int(padded.height),
+                                                      inputWidth: inputWidth),
+                        keepAspect: false, reference: reference, travel: frame.travel, sceneEpoch: sceneEpoch)
+        }
+        return Pass(kind: .tile(i), frame: t, time: frame.time, region: area.rect,
+                    input: (settings.tileWidth, settings.tileHeight), keepAspect: true, reference: reference,
+                    travel: frame.travel, sceneEpoch: sceneEpoch)
     }
 
     /// A spare-time tile to search, on the newest frame, or nil when none
@@ -881,6 +973,7 @@ struct DetectionPlanner {
             let i: Int
             if case .tile(let t) = pass.kind { i = t } else { i = 0 }
             let vouches = vouchingAreas.contains(i)   // spare-time tiles vouch for no frame
+            recentSearches.append(Search(area: i, frame: pass.frame, travel: pass.travel))
             if pass.frame >= (areas[i].lastSearch ?? pass.frame) {
                 areas[i].lastSearch = pass.frame
                 areas[i].reference = pass.reference

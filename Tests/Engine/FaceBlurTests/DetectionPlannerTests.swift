@@ -320,6 +320,69 @@ final class DetectionPlannerTests: XCTestCase {
         XCTAssertTrue(left.allSatisfy { $0.y > 20 && $0.maxY < height - 20 }, "a strip across to the edge, not the whole edge: \(left)")
     }
 
+    /// The camera tilts up for three frames, then back down: a strip of picture comes in at the
+    /// top edge after the tiles' search on frame 0 and leaves through it before their next, on
+    /// frame 8. The search on frame 8 vouches for what it saw, not for that strip: the top tiles are
+    /// searched again on the frames that show it, which wait for that; a frame that must leave
+    /// first hides the strip, not the whole tile. A steady tilt (picture leaving through the edge
+    /// opposite the one it came in at, searched further in before) costs no such search.
+    func testPictureThatCameAndWentBetweenTwoSearchesIsSearchedOnTheFramesThatShowedIt() {
+        let tilt = { (dy: Double) in Similarity(a: 1, b: 0, tx: 0, ty: dy) }
+        // A moving camera changes every block.
+        let moving = { (i: Int) in [UInt8](repeating: i % 2 == 0 ? 100 : 120, count: Self.blocksPerRow * Self.blockRows) }
+        let topTiles = Set(p0TopTiles())
+        func p0TopTiles() -> [Int] {
+            let p = planner()
+            return p.vouchingAreas.filter { $0 != 0 && p.areas[$0].rect.y == 0 }
+        }
+        var p = planner()
+        add(&p, 0)
+        runDue(&p)
+        let motion: [Int: Double] = [1: 10, 2: 10, 3: 10, 4: -10, 5: -10, 6: -10]
+        var late: [DetectionPlanner.Pass] = []
+        for i in 1...8 {
+            p.add(index: i, time: UInt64(i) * Self.frameNs, blocks: moving(i), cameraMotion: tilt(motion[i] ?? 0))
+            if i == 8 {
+                // The passes due on frame 8 run; those on earlier frames are still running.
+                var running: [DetectionPlanner.Pass] = []
+                while let pass = p.nextPass(), running.count < 20 {
+                    p.begin(pass)
+                    if pass.frame == 8 { p.record(pass, found: []) } else { running.append(pass) }
+                }
+                XCTAssertTrue(topTiles.allSatisfy { t in running.contains { $0.kind == .tile(t) } }, "\(running.map { "\($0.kind)@\($0.frame)" })")
+                XCTAssertFalse(p.isSettled(3), "frame 3 shows picture no search saw")
+                XCTAssertTrue(p.isSettled(1), "frame 1's strip (10 px) is still in frame 8's picture, give or take a block")
+                let unvouched = p.unvouchedBlocks(topTiles.first!, 3)
+                XCTAssertFalse(unvouched.isEmpty)
+                XCTAssertTrue(unvouched.allSatisfy { $0.row < 4 }, "the 30 px strip at the top only: \(unvouched)")
+                let cells = p.unconfirmedCells(3, cell: 8)
+                XCTAssertFalse(cells.isEmpty)
+                XCTAssertTrue(cells.allSatisfy { $0.maxY <= 8 * (4 + Double(DetectionPlanner.unvouchedGrowth)) },
+                              "hidden if it must leave: the strip grown by a small face, not the tile: \(cells)")
+                for pass in running { p.record(pass, found: []) }
+                late += running
+            }
+            late += runDue(&p).filter { $0.frame < i }
+        }
+        let searchedAgain = late.compactMap { pass -> Int? in
+            if case .tile(let t) = pass.kind, topTiles.contains(t) { return pass.frame }
+            return nil
+        }
+        XCTAssertEqual(Set(searchedAgain), [2, 3], "the top tiles, on the frames showing the strip: \(late.map { "\($0.kind)@\($0.frame)" })")
+        XCTAssertTrue((0...8).allSatisfy(p.isSettled))
+        XCTAssertTrue((0...8).allSatisfy { p.unconfirmedCells($0, cell: 8).isEmpty })
+
+        var steady = planner()
+        add(&steady, 0)
+        runDue(&steady)
+        var steadyLate: [DetectionPlanner.Pass] = []
+        for i in 1...24 {
+            steady.add(index: i, time: UInt64(i) * Self.frameNs, blocks: moving(i), cameraMotion: tilt(3))
+            steadyLate += runDue(&steady).filter { $0.frame < i }
+        }
+        XCTAssertEqual(steadyLate.map(\.kind), [], "a steady tilt: every search on the newest frame")
+    }
+
     func testAFaceThatIsNoLongerFoundStopsHoldingFramesBack() {
         var p = planner()
         add(&p, 0)
