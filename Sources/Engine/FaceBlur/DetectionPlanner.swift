@@ -462,10 +462,12 @@ struct DetectionPlanner {
     /// came in at the top edge at the end of a whip-pan and left through it a fifth of a second
     /// later, between two searches of the tile over it, and the later one vouched for the frames
     /// it was on.) Empty when the area was searched on the frame itself, or its covering search
-    /// had all of the frame's area in sight.
+    /// had all of the frame's area in sight. The whole frame's searches are held to this only
+    /// when there are no tiles: the tiles look at everything it does, at a finer scale, and
+    /// held to it as well, it searched most frames of the crowd clip's handheld roll twice.
     func unvouchedBlocks(_ i: Int, _ index: Int) -> [(column: Int, row: Int)] {
         let a = areas[i]
-        guard !settings.strict, let frame = frame(index), !frame.covered.contains(i),
+        guard !settings.strict, i != 0 || vouchingAreas.count == 1, let frame = frame(index), !frame.covered.contains(i),
               let last = a.lastSearch, last > index, let then = a.searchedTravel else { return [] }
         let toLater = then.frameToScene.inverse.after(frame.travel.frameToScene)
         let margin = Self.sightMargin
@@ -804,10 +806,19 @@ struct DetectionPlanner {
             offer(t, i == 0 ? 2 : 3, bestEffort: bestEffort) { areaPass(i, on: t) }
         }
         // Picture that came in after an area's search and left before its next: searched on the
-        // oldest frame that shows it, before that frame leaves.
+        // frame that shows most of it, as urgently as the oldest frame showing any of it. (Where
+        // the camera turned back, each frame before the turn shows a little more of the strip:
+        // searched oldest first, the crowd clip's frames were searched one by one.)
         for i in vouchingAreas where !settings.strict && !inFlight.contains(i == 0 ? .whole : .tile(i)) {
-            guard let t = frames.first(where: { !unvouchedBlocks(i, $0.index).isEmpty })?.index else { continue }
-            offer(t, i == 0 ? 2 : 3) { areaPass(i, on: t) }
+            var oldestShowing: Int?, most: (frame: Int, blocks: Int)?
+            for frame in frames {
+                let blocks = unvouchedBlocks(i, frame.index).count
+                guard blocks > 0 else { continue }
+                if oldestShowing == nil { oldestShowing = frame.index }
+                if blocks > most?.blocks ?? 0 { most = (frame.index, blocks) }
+            }
+            guard let urgency = oldestShowing, let t = most?.frame else { continue }
+            offer(urgency, i == 0 ? 2 : 3) { areaPass(i, on: t) }
         }
         return best?.pass
     }
