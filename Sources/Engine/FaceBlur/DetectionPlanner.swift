@@ -214,6 +214,19 @@ struct DetectionPlanner {
     /// The whole-frame and tile searches (regular and spare-time) on frames still held, or
     /// recently left: what part of the scene each looked at (`unvouchedBlocks`).
     private(set) var recentSearches: [Search] = []
+    /// Area searches recorded so far (`unvouchedBlocks`' cache knows what it has seen).
+    private var searchesRecorded = 0
+    /// `unvouchedBlocks`' answers. Searches only add to what was seen, so an empty answer stays
+    /// empty until the area's covering search moves on; a planner mutated while a copy shares the
+    /// cache takes a cache of its own first (`ownCache`).
+    private var unvouchedCache = UnvouchedCache()
+    final class UnvouchedCache {
+        struct Key: Hashable { var area: Int, frame: Int }
+        var answers: [Key: (coveringSearch: Int, searches: Int, blocks: [(column: Int, row: Int)])] = [:]
+    }
+    private mutating func ownCache() {
+        if !isKnownUniquelyReferenced(&unvouchedCache) { unvouchedCache = UnvouchedCache() }
+    }
     var tracker: FaceTracker
     private(set) var draining = false
     /// Passes being run (several detection threads): not offered again until recorded.
@@ -395,6 +408,8 @@ struct DetectionPlanner {
         guard let oldest = frames.first else { return }
         let memory = searchMemory
         recentSearches.removeAll { $0.frame + memory < oldest.index }
+        ownCache()
+        unvouchedCache.answers = unvouchedCache.answers.filter { $0.key.frame >= oldest.index }
         // Tracks no queued frame can need any more.
         for id in tracker.prune(now: oldest.time) { follows[id] = nil }
         // A trace cannot go below the oldest frame still held.
@@ -469,6 +484,16 @@ struct DetectionPlanner {
         let a = areas[i]
         guard !settings.strict, i != 0 || vouchingAreas.count == 1, let frame = frame(index), !frame.covered.contains(i),
               let last = a.lastSearch, last > index, let then = a.searchedTravel else { return [] }
+        let key = UnvouchedCache.Key(area: i, frame: index)
+        if let known = unvouchedCache.answers[key], known.coveringSearch == last,
+           known.blocks.isEmpty || known.searches == searchesRecorded { return known.blocks }
+        let blocks = computeUnvouchedBlocks(i, frame: frame, coveringTravel: then)
+        unvouchedCache.answers[key] = (last, searchesRecorded, blocks)
+        return blocks
+    }
+
+    private func computeUnvouchedBlocks(_ i: Int, frame: Frame, coveringTravel then: Travel) -> [(column: Int, row: Int)] {
+        let (a, index) = (areas[i], frame.index)
         let toLater = then.frameToScene.inverse.after(frame.travel.frameToScene)
         let margin = Self.sightMargin
         func inPicture(_ p: (x: Double, y: Double)) -> Bool {
@@ -480,17 +505,32 @@ struct DetectionPlanner {
         let window = sightWindow(i)
         let near = recentSearches.filter { ($0.area == 0) == (i == 0) && abs($0.frame - index) <= window }
             .map { (rect: areas[$0.area].rect, toThere: $0.travel.frameToScene.inverse.after(frame.travel.frameToScene)) }
-        var out: [(column: Int, row: Int)] = []
+        let (columns, rows) = (a.bx1 - a.bx0, a.by1 - a.by0)
+        var unseen = [Bool](repeating: false, count: columns * rows)
         for by in a.by0..<a.by1 {
             for bx in a.bx0..<a.bx1 {
                 let centre = (Double(bx * Self.block + Self.block / 2), Double(by * Self.block + Self.block / 2))
                 guard !inPicture(toLater.apply(centre.0, centre.1)) else { continue }
-                let seen = near.contains { search in
+                unseen[(by - a.by0) * columns + bx - a.bx0] = !near.contains { search in
                     let p = search.toThere.apply(centre.0, centre.1)
                     return p.x >= search.rect.x && p.y >= search.rect.y && p.x <= search.rect.maxX && p.y <= search.rect.maxY
                 }
-                if !seen { out.append((bx, by)) }
             }
+        }
+        // Only what could hold a face: the unseen blocks with a 3 × 3 square of them around them,
+        // and the blocks of those squares (an opening). A roll turns the picture's corners out of
+        // every other frame's: each frame shows a sliver at its corners no other frame does, too
+        // thin for a face, and searched for, they held most frames of a roll back.
+        func at(_ c: Int, _ r: Int) -> Bool { c >= 0 && r >= 0 && c < columns && r < rows && unseen[r * columns + c] }
+        func square(_ c: Int, _ r: Int, _ test: (Int, Int) -> Bool) -> [Bool] {
+            (-1...1).flatMap { dr in (-1...1).map { dc in test(c + dc, r + dr) } }
+        }
+        var core = [Bool](repeating: false, count: columns * rows)
+        for r in 0..<rows { for c in 0..<columns where unseen[r * columns + c] { core[r * columns + c] = !square(c, r, at).contains(false) } }
+        func isCore(_ c: Int, _ r: Int) -> Bool { c >= 0 && r >= 0 && c < columns && r < rows && core[r * columns + c] }
+        var out: [(column: Int, row: Int)] = []
+        for r in 0..<rows {
+            for c in 0..<columns where unseen[r * columns + c] && square(c, r, isCore).contains(true) { out.append((a.bx0 + c, a.by0 + r)) }
         }
         return out
     }
@@ -985,6 +1025,8 @@ struct DetectionPlanner {
             if case .tile(let t) = pass.kind { i = t } else { i = 0 }
             let vouches = vouchingAreas.contains(i)   // spare-time tiles vouch for no frame
             recentSearches.append(Search(area: i, frame: pass.frame, travel: pass.travel))
+            searchesRecorded += 1
+            ownCache()
             if pass.frame >= (areas[i].lastSearch ?? pass.frame) {
                 areas[i].lastSearch = pass.frame
                 areas[i].reference = pass.reference

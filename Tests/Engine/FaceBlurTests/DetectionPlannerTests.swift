@@ -384,6 +384,39 @@ final class DetectionPlannerTests: XCTestCase {
         XCTAssertEqual(steadyLate.map(\.kind), [], "a steady tilt: every search on the newest frame")
     }
 
+    /// A hand-held roll turns the picture's corners out of every other frame's: each frame shows
+    /// slivers at its corners that no other frame does, too thin for a face. They are not searched
+    /// for (searched, they held most frames of the roll back, one search each); what a turn of the
+    /// roll shows deep enough to hold a face is, once per corner tile.
+    func testARollingCameraCostsAtMostACornerTileSearchAtEachTurn() {
+        var s = DetectionPlanner.Settings()
+        (s.wholeEvery, s.tileEvery, s.recheckEvery) = (16, 24, 60)
+        let (width, height) = (1280, 720)
+        var p = DetectionPlanner(settings: s, tracker: FaceTracker(), width: width, height: height)
+        let corners = Set(p.vouchingAreas.filter { i in
+            let r = p.areas[i].rect
+            return i != 0 && (r.x == 0 || r.maxX == Double(width)) && (r.y == 0 || r.maxY == Double(height))
+        })
+        XCTAssertEqual(corners.count, 4)
+        // Rolling about the centre, up to 0.6° a frame, turning every 20 frames, with a slight zoom.
+        func roll(_ degrees: Double, zoom: Double) -> Similarity {
+            let (a, b) = (cos(degrees * .pi / 180) * zoom, sin(degrees * .pi / 180) * zoom)
+            return Similarity(a: a, b: b, tx: 640 - (a * 640 - b * 360), ty: 360 - (b * 640 + a * 360))
+        }
+        var late: [DetectionPlanner.Pass] = []
+        for i in 0..<120 {
+            let phase = Double(i) / 40 * 2 * .pi
+            let motion = i == 0 ? Similarity.identity : roll(0.6 * cos(phase), zoom: 1 + 0.004 * sin(phase))
+            p.add(index: i, time: UInt64(i) * Self.frameNs, blocks: [UInt8](repeating: i % 2 == 0 ? 100 : 120, count: (width / 8) * (height / 8)),
+                  cameraMotion: motion)
+            late += runDue(&p).filter { $0.frame < i }
+            while let oldest = p.oldest, p.isSettled(oldest.index), i - oldest.index > 30 { p.removeOldest() }
+        }
+        let described = late.map { "\($0.kind)@\($0.frame)" }
+        XCTAssertTrue(late.allSatisfy { if case .tile(let t) = $0.kind { return corners.contains(t) } else { return false } }, "\(described)")
+        XCTAssertLessThanOrEqual(late.count, 2 * corners.count, "the turns that showed more than slivers, once per corner tile: \(described)")
+    }
+
     func testAFaceThatIsNoLongerFoundStopsHoldingFramesBack() {
         var p = planner()
         add(&p, 0)
