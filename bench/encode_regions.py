@@ -89,7 +89,7 @@ def main():
             mask = lf.outside_faces(truth["faces"][i], partial[i], W, H)
             _, blocks = lf.hidden_blocks(a[i], b[i], mask)
             lost = lf.own_hidden_blocks(a[i], b[i], p[i], mask)
-            if lost >= 0.01 * max(1, blocks):
+            if lost >= lf.HIDING_SHARE * max(1, blocks):
                 own.append(f"{i} ({100 * lost / max(1, blocks):.1f} %)")
     print(f"encoder: {encoder}")
     print(f"plain {plain_bytes // 1000} kB, the stage's regions pixelated {stage_bytes // 1000} kB")

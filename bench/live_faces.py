@@ -559,6 +559,11 @@ def hidden_blocks(a, b, mask):
     return int(hidden.sum()), int(outside.sum())
 
 
+# A frame hides beyond the faces when at least this share of its blocks outside
+# the faces is hidden (judge, attribute, encode_regions.py).
+HIDING_SHARE = 0.01
+
+
 def own_hidden_blocks(a, b, plain, mask):
     """Blocks outside the faces (mask) that the stage itself hid: as in
     hidden_blocks, but the detail lost is measured against the plain
@@ -631,9 +636,9 @@ def judge(raw_in, raw_out, truth_path, label="", note="", record="", stage="", r
             hidden, blocks = hidden_blocks(a, b, mask)
             share = hidden / max(1, blocks)
             hidden_share += share
-            hiding_frames += share >= 0.01
+            hiding_frames += share >= HIDING_SHARE
             if plain:
-                own_frames += own_hidden_blocks(a, b, plain[i], mask) >= 0.01 * max(1, blocks)
+                own_frames += own_hidden_blocks(a, b, plain[i], mask) >= HIDING_SHARE * max(1, blocks)
     for key in sorted(reasons):
         fr = reasons[key]
         print(f"  {label} recognisable: {key}: {len(fr)} frames ({fr[0]}..{fr[-1]})", file=sys.stderr)
@@ -719,7 +724,7 @@ def attribute(raw_in, raw_out, truth_path, log):
     frames_by_rule, blocks_by_rule, hiding = {}, {}, []
     for i in range(n):
         hidden, outside = hidden_block_map(before[i], after[i], outside_faces(truth[i], partial[i], W, H))
-        if hidden.sum() < 0.01 * max(1, outside.sum()):
+        if hidden.sum() < HIDING_SHARE * max(1, outside.sum()):
             continue
         regions, unconfirmed = traced.get(i, ([], 0))
         per_rule, per_track = {}, {}

@@ -521,16 +521,17 @@ struct DetectionPlanner {
         // and the blocks of those squares (an opening). A roll turns the picture's corners out of
         // every other frame's: each frame shows a sliver at its corners no other frame does, too
         // thin for a face, and searched for, they held most frames of a roll back.
-        func at(_ c: Int, _ r: Int) -> Bool { c >= 0 && r >= 0 && c < columns && r < rows && unseen[r * columns + c] }
-        func square(_ c: Int, _ r: Int, _ test: (Int, Int) -> Bool) -> [Bool] {
-            (-1...1).flatMap { dr in (-1...1).map { dc in test(c + dc, r + dr) } }
-        }
+        let square = (-1...1).flatMap { dr in (-1...1).map { dc in (dc, dr) } }
+        func set(_ grid: [Bool], _ c: Int, _ r: Int) -> Bool { c >= 0 && r >= 0 && c < columns && r < rows && grid[r * columns + c] }
         var core = [Bool](repeating: false, count: columns * rows)
-        for r in 0..<rows { for c in 0..<columns where unseen[r * columns + c] { core[r * columns + c] = !square(c, r, at).contains(false) } }
-        func isCore(_ c: Int, _ r: Int) -> Bool { c >= 0 && r >= 0 && c < columns && r < rows && core[r * columns + c] }
+        for r in 0..<rows {
+            for c in 0..<columns where unseen[r * columns + c] { core[r * columns + c] = square.allSatisfy { set(unseen, c + $0.0, r + $0.1) } }
+        }
         var out: [(column: Int, row: Int)] = []
         for r in 0..<rows {
-            for c in 0..<columns where unseen[r * columns + c] && square(c, r, isCore).contains(true) { out.append((a.bx0 + c, a.by0 + r)) }
+            for c in 0..<columns where unseen[r * columns + c] && square.contains(where: { set(core, c + $0.0, r + $0.1) }) {
+                out.append((a.bx0 + c, a.by0 + r))
+            }
         }
         return out
     }
