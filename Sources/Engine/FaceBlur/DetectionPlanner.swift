@@ -1141,9 +1141,16 @@ struct DetectionPlanner {
                 let back: Int? = index > (oldest?.index ?? index) ? index : nil
                 follows[a.id] = Follow(checkedThrough: index, born: index, frontier: back)
             } else {
+                // A sighting on a frame before the follow's latest search says nothing of where the
+                // face is now: the misses after it stand. (A search of an older frame that finished
+                // late, such as the search of picture no search saw, reset them: a face that had left
+                // through an edge was followed again from scratch every few frames, and its region,
+                // never marked gone, grew beside the edge for a third of a second on the crowd clip.)
+                if index >= follows[a.id]!.checkedThrough {
+                    follows[a.id]!.misses = 0
+                    follows[a.id]!.lost = false
+                }
                 follows[a.id]!.checkedThrough = max(follows[a.id]!.checkedThrough, index)
-                follows[a.id]!.misses = 0
-                follows[a.id]!.lost = false
                 follows[a.id]!.templateStreak = 0   // the network found it: its template is fresh
             }
         }

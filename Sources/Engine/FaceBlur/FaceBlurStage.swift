@@ -966,6 +966,8 @@ public final class FaceBlurStage: FrameProcessor {
         let current = planner != nil && job.generation == plannerGeneration
         if let found = outcome.template {
             guard current else { return }
+            // Logged like the network's finds, so that a trace shows every sighting of a face.
+            logger.debug("detection on frame \(job.pass.frame), \(job.pass.kind) \(job.pass.region) by template: [\"\(found)\"]")
             planner?.record(job.pass, found: [found], byTemplate: true)
             countersStorage.templateFollows += 1
             countersStorage.detectionSeconds += seconds

@@ -430,6 +430,42 @@ final class DetectionPlannerTests: XCTestCase {
         XCTAssertFalse(p.tracker.regions(at: 10 * Self.frameNs).isEmpty, "held")
     }
 
+    /// A search of an older frame that finishes after the face's follows
+    /// began to miss (a slow detection thread; the search of picture no
+    /// search saw) finds the face where it was then: that does not undo the
+    /// misses after it. The face is lost at its third miss in a row, as it
+    /// would have been without that search, and gone from there.
+    func testAnOlderFramesLateSightingDoesNotUndoTheMissesAfterIt() throws {
+        var p = planner()
+        add(&p, 0)
+        let face = FaceRect(x: 100, y: 60, width: 40, height: 48)
+        let present = 0...4
+        runDue(&p) { $0.kind == .whole ? [face] : [] }
+        var late: DetectionPlanner.Pass?, missesBeforeIt = 0
+        for i in 1...16 {
+            add(&p, i, [(i % 2 == 0 ? 30 : 31, 18)])   // the picture changes far from the face: whole-frame passes are due
+            while let pass = p.nextPass() {
+                p.begin(pass)
+                // The whole-frame search of frame 4 (the face still there) is slow: it finishes after two misses.
+                if pass.kind == .whole, pass.frame == 4, late == nil { late = pass; continue }
+                p.record(pass, found: present.contains(pass.frame) ? [face] : [])
+            }
+            if let pass = late, let follow = p.follows.values.first, follow.misses == 2, missesBeforeIt == 0 {
+                missesBeforeIt = follow.misses
+                p.record(pass, found: [face])
+                XCTAssertEqual(p.follows.values.first?.misses, 2, "frame \(i): the misses after frame 4 stand")
+            }
+        }
+        XCTAssertEqual(missesBeforeIt, 2, "the slow search finished between the second and third miss")
+        let follow = try XCTUnwrap(p.follows.values.first)
+        XCTAssertTrue(follow.lost)
+        let lastSeen = Int(try XCTUnwrap(p.tracker.observations(of: p.follows.keys.first!).last).time / Self.frameNs)
+        XCTAssertEqual(lastSeen, present.upperBound)
+        XCTAssertLessThanOrEqual(follow.checkedThrough, lastSeen + p.settings.followEvery + 2,
+                                 "lost at the third miss in a row: at most a follow interval and two frames after the last sighting")
+        XCTAssertFalse(p.regions(forFrame: 16).contains { $0.intersection(face) != nil }, "gone in mid-picture: not hidden")
+    }
+
     /// A face searched for where it was expected and not found, again and
     /// again, went behind someone or left: from the last miss on its region is
     /// no longer hidden, though the tracker's hold still covers it (before,
