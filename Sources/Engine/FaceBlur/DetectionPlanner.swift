@@ -193,6 +193,9 @@ struct DetectionPlanner {
         var backMisses = 0
         /// Follows answered by the face's template since the network last found it.
         var templateStreak = 0
+        /// The box that started the track reached beyond the frame's edge, into the mirrored
+        /// margin of the search that found it.
+        var foundReachingBeyondEdge = false
         /// Whether a search has still to look for the face on frame `index`:
         /// its follow has not reached it yet, or its trace back is still heading for it.
         func isPending(on index: Int) -> Bool {
@@ -588,6 +591,13 @@ struct DetectionPlanner {
             let faceSize = max(sighting.width, sighting.height)
             var face = frame.travel.toFrame(hidden.face)
             if hidden.searchedAndGone {
+                // Seen once, partly in the mirrored margin beyond the frame's edge, and missed by every
+                // search around it since (each reaching beyond the edge the same way, at a finer scale):
+                // a mirror image, the picture at the edge and its reflection taken for a face. A face
+                // cut by the edge is found again; this is not held there for the rest of the hold. (The
+                // crowd clip: a box half beyond the left edge, between two people, found once by another
+                // face's follow, hid the picture there for a second, on up to 15 frames of a run.)
+                if hidden.goneAfterItsOnlySighting, follows[hidden.track]?.foundReachingBeyondEdge == true { return nil }
                 // Searched for in mid-picture, where its motion put it, and not found: it was not there
                 // (behind someone, or never a face). That motion carried on would bring the region to an
                 // edge later, over nothing: on the fixed clip a track that had taken two faces' boxes
@@ -1042,8 +1052,8 @@ struct DetectionPlanner {
                 frames[pass.frame - first.index].covered.insert(i)
             }
             let assigned = tracker.update(detections: faces, time: frame.time)
-            note(assigned, frame: pass.frame)
             sightings = zip(assigned, faces).map { Sighting(track: $0.0.id, rect: pass.travel.toFrame($0.1)) }
+            note(assigned, frame: pass.frame, boxes: sightings.map(\.rect))
         case .follow(let id, let backwards):
             guard var follow = follows[id] else { return [] }
             let expected = tracker.predicted(id, at: frame.time)
@@ -1107,8 +1117,9 @@ struct DetectionPlanner {
             follows[id] = follow
             // Other faces in the square: other tracks, or new ones.
             let assigned = tracker.update(detections: rest, time: frame.time)
-            note(assigned, frame: pass.frame)
-            sightings += zip(assigned, rest).map { Sighting(track: $0.0.id, rect: pass.travel.toFrame($0.1)) }
+            let others = zip(assigned, rest).map { Sighting(track: $0.0.id, rect: pass.travel.toFrame($0.1)) }
+            note(assigned, frame: pass.frame, boxes: others.map(\.rect))
+            sightings += others
         }
         return sightings
     }
@@ -1134,12 +1145,15 @@ struct DetectionPlanner {
         return f
     }
 
-    private mutating func note(_ assignments: [FaceTracker.Assignment], frame index: Int) {
-        for a in assignments {
+    /// Starts or refreshes the follows of the tracks `assignments` gave the faces found on frame
+    /// `index` (`boxes`, in its pixels, in the same order).
+    private mutating func note(_ assignments: [FaceTracker.Assignment], frame index: Int, boxes: [FaceRect]) {
+        for (a, box) in zip(assignments, boxes) {
             if a.isNew || follows[a.id] == nil {
                 // Follow it from here on, and trace it back through the held frames.
                 let back: Int? = index > (oldest?.index ?? index) ? index : nil
                 follows[a.id] = Follow(checkedThrough: index, born: index, frontier: back)
+                follows[a.id]!.foundReachingBeyondEdge = box.x < 0 || box.y < 0 || box.maxX > Double(width) || box.maxY > Double(height)
             } else {
                 // A sighting on a frame before the follow's latest search says nothing of where the
                 // face is now: the misses after it stand. (A search of an older frame that finished

@@ -431,6 +431,9 @@ public struct FaceTracker {
         /// For a face searched for and gone: where it was (by the same reckoning as `face`) on the
         /// frame the searches gave up on it.
         public var whenSearchesGaveUp: FaceRect?
+        /// A face searched for and gone after its last sighting, which was its only one: every
+        /// search around it since missed it.
+        public var goneAfterItsOnlySighting = false
     }
 
     /// Regions to hide in the frame captured at `time`, with the sighting
@@ -480,7 +483,8 @@ public struct FaceTracker {
             let near = FaceRect(x: whenGone.x - dx, y: whenGone.y - dy, width: whenGone.width + 2 * dx, height: whenGone.height + 2 * dy)
             return Hidden(track: track.id, region: near, beyond: beyond, searchedAndGone: true, face: whenGone, secondsBeyond: secondsBeyond,
                           otherEnd: otherEnd.rect, cameraStill: cameraStill(from: min(time, end.time), through: max(time, end.time)),
-                          whenSearchesGaveUp: whenGaveUp ?? whenGone)
+                          whenSearchesGaveUp: whenGaveUp ?? whenGone,
+                          goneAfterItsOnlySighting: track.observations.count == 1 && time > last.time)
         }
     }
 

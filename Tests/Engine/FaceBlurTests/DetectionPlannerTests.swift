@@ -507,6 +507,39 @@ final class DetectionPlannerTests: XCTestCase {
         XCTAssertTrue(hides(middle, try XCTUnwrap(refound)))
     }
 
+    /// A box found once half in the mirrored margin beyond the edge, and by
+    /// no search around it since, was a mirror image: once the searches gave
+    /// up, it is not hidden at the edge for the rest of the hold. A face found
+    /// there twice before it was lost, and a face found once inside the
+    /// picture at the edge, still are (a face cut by the edge is not found).
+    func testABoxFoundOnceInTheMirroredMarginAndNeverAgainIsNotHeldAtTheEdge() {
+        var p = planner()
+        add(&p, 0)
+        let mirror = FaceRect(x: -20, y: 20, width: 40, height: 48)
+        let cutTwice = FaceRect(x: -20, y: 110, width: 40, height: 48)
+        let inside = FaceRect(x: Double(Self.width) - 44, y: 60, width: 40, height: 48)
+        runDue(&p) { $0.kind == .whole ? [mirror, cutTwice, inside] : [] }
+        XCTAssertEqual(p.follows.count, 3)
+        for i in 1...12 {
+            add(&p, i, [(20, 1)])
+            // The face cut by the edge is found again by its first follow (frame 2), then no more.
+            runDue(&p) { pass in pass.frame <= 2 && pass.region.intersection(cutTwice) != nil ? [cutTwice] : [] }
+        }
+        XCTAssertTrue(p.follows.values.allSatisfy(\.lost))
+        let gone = p.follows.values.map(\.checkedThrough).max()!
+        XCTAssertLessThan(gone, 12)
+        func hidden(_ face: FaceRect, _ i: Int) -> Bool {
+            p.regions(forFrame: i).contains { $0.intersection(face.intersection(FaceRect(x: 0, y: 0, width: 320, height: 184))!) != nil }
+        }
+        XCTAssertEqual(p.follows.keys.map { p.tracker.observations(of: $0).count }.sorted(), [1, 1, 2], "the cut face found twice, the others once")
+        for i in 1..<3 { XCTAssertTrue(hidden(mirror, i), "frame \(i), before the searches gave up: hidden") }
+        for i in gone...12 {
+            XCTAssertFalse(hidden(mirror, i), "frame \(i): a mirror image, gone")
+            XCTAssertTrue(hidden(cutTwice, i), "frame \(i): found twice, held at the edge")
+            XCTAssertTrue(hidden(inside, i), "frame \(i): found once inside the picture, held at the edge")
+        }
+    }
+
     /// Frames 0 to `last` (30) with block `changing` changed on each (and the camera
     /// moving by `cameraMotion` from frame to frame): `face(i)` is
     /// found on the frames `seenOn` (by the whole-frame search on frame 0,
