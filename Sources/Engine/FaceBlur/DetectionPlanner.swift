@@ -592,12 +592,13 @@ struct DetectionPlanner {
             var face = frame.travel.toFrame(hidden.face)
             if hidden.searchedAndGone {
                 // Seen once, partly in the mirrored margin beyond the frame's edge, and missed by every
-                // search around it since (each reaching beyond the edge the same way, at a finer scale):
-                // a mirror image, the picture at the edge and its reflection taken for a face. A face
-                // cut by the edge is found again; this is not held there for the rest of the hold. (The
-                // crowd clip: a box half beyond the left edge, between two people, found once by another
-                // face's follow, hid the picture there for a second, on up to 15 frames of a run.)
-                if hidden.goneAfterItsOnlySighting, follows[hidden.track]?.foundReachingBeyondEdge == true { return nil }
+                // search around it since, forwards and back (each reaching beyond the edge the same way,
+                // at a finer scale): a mirror image, the picture at the edge and its reflection taken for
+                // a face. A face cut by the edge is found again; this is not held there, on either side
+                // of its sighting, for the rest of the hold. (The crowd clip: boxes partly beyond an edge
+                // found once by another face's follow, one between two people at 0.50, one 119×179 px at
+                // 0.22, hid the picture beside the edge on up to 15 frames of a run.)
+                if hidden.seenOnce, let follow = follows[hidden.track], follow.lost, follow.foundReachingBeyondEdge { return nil }
                 // Searched for in mid-picture, where its motion put it, and not found: it was not there
                 // (behind someone, or never a face). That motion carried on would bring the region to an
                 // edge later, over nothing: on the fixed clip a track that had taken two faces' boxes

@@ -431,9 +431,8 @@ public struct FaceTracker {
         /// For a face searched for and gone: where it was (by the same reckoning as `face`) on the
         /// frame the searches gave up on it.
         public var whenSearchesGaveUp: FaceRect?
-        /// A face searched for and gone after its last sighting, which was its only one: every
-        /// search around it since missed it.
-        public var goneAfterItsOnlySighting = false
+        /// The face was seen once only.
+        public var seenOnce = false
     }
 
     /// Regions to hide in the frame captured at `time`, with the sighting
@@ -484,7 +483,7 @@ public struct FaceTracker {
             return Hidden(track: track.id, region: near, beyond: beyond, searchedAndGone: true, face: whenGone, secondsBeyond: secondsBeyond,
                           otherEnd: otherEnd.rect, cameraStill: cameraStill(from: min(time, end.time), through: max(time, end.time)),
                           whenSearchesGaveUp: whenGaveUp ?? whenGone,
-                          goneAfterItsOnlySighting: track.observations.count == 1 && time > last.time)
+                          seenOnce: track.observations.count == 1)
         }
     }
 

@@ -508,33 +508,43 @@ final class DetectionPlannerTests: XCTestCase {
     }
 
     /// A box found once half in the mirrored margin beyond the edge, and by
-    /// no search around it since, was a mirror image: once the searches gave
-    /// up, it is not hidden at the edge for the rest of the hold. A face found
-    /// there twice before it was lost, and a face found once inside the
-    /// picture at the edge, still are (a face cut by the edge is not found).
+    /// no search around it since, forwards or back, was a mirror image: once
+    /// the searches gave up, it is not hidden at the edge for the rest of the
+    /// hold, before its sighting or after. A face found there twice before
+    /// it was lost, and a face found once inside the picture at the edge,
+    /// still are (a face cut by the edge is not found).
     func testABoxFoundOnceInTheMirroredMarginAndNeverAgainIsNotHeldAtTheEdge() {
         var p = planner()
         add(&p, 0)
         let mirror = FaceRect(x: -20, y: 20, width: 40, height: 48)
         let cutTwice = FaceRect(x: -20, y: 110, width: 40, height: 48)
-        let inside = FaceRect(x: Double(Self.width) - 44, y: 60, width: 40, height: 48)
+        let inside = FaceRect(x: Double(Self.width) - 44, y: 20, width: 40, height: 48)
+        // Found by the whole-frame search of frame 4 alone: traced back and followed in vain.
+        let lateMirror = FaceRect(x: Double(Self.width) - 20, y: 110, width: 40, height: 48)
         runDue(&p) { $0.kind == .whole ? [mirror, cutTwice, inside] : [] }
-        XCTAssertEqual(p.follows.count, 3)
-        for i in 1...12 {
+        for i in 1...14 {
             add(&p, i, [(20, 1)])
-            // The face cut by the edge is found again by its first follow (frame 2), then no more.
-            runDue(&p) { pass in pass.frame <= 2 && pass.region.intersection(cutTwice) != nil ? [cutTwice] : [] }
+            runDue(&p) { pass in
+                if pass.kind == .whole && pass.frame == 4 { return [lateMirror] }
+                // The face cut by the edge is found again by its first follow (frame 2), then no more.
+                return pass.frame <= 2 && pass.region.intersection(cutTwice) != nil ? [cutTwice] : []
+            }
         }
+        XCTAssertEqual(p.follows.count, 4)
         XCTAssertTrue(p.follows.values.allSatisfy(\.lost))
+        XCTAssertEqual(p.follows.keys.map { p.tracker.observations(of: $0).count }.sorted(), [1, 1, 1, 2],
+                       "the cut face found twice, the others once")
         let gone = p.follows.values.map(\.checkedThrough).max()!
-        XCTAssertLessThan(gone, 12)
+        XCTAssertLessThan(gone, 14)
+        let picture = FaceRect(x: 0, y: 0, width: Double(Self.width), height: Double(Self.height))
         func hidden(_ face: FaceRect, _ i: Int) -> Bool {
-            p.regions(forFrame: i).contains { $0.intersection(face.intersection(FaceRect(x: 0, y: 0, width: 320, height: 184))!) != nil }
+            p.regions(forFrame: i).contains { $0.intersection(face.intersection(picture)!) != nil }
         }
-        XCTAssertEqual(p.follows.keys.map { p.tracker.observations(of: $0).count }.sorted(), [1, 1, 2], "the cut face found twice, the others once")
         for i in 1..<3 { XCTAssertTrue(hidden(mirror, i), "frame \(i), before the searches gave up: hidden") }
-        for i in gone...12 {
-            XCTAssertFalse(hidden(mirror, i), "frame \(i): a mirror image, gone")
+        XCTAssertTrue(hidden(lateMirror, 3), "frame 3, between the trace's last miss and the sighting: hidden")
+        XCTAssertFalse(hidden(lateMirror, 1), "frame 1, where its trace back gave up: a mirror image, gone")
+        for i in gone...14 {
+            XCTAssertFalse(hidden(mirror, i) || hidden(lateMirror, i), "frame \(i): mirror images, gone")
             XCTAssertTrue(hidden(cutTwice, i), "frame \(i): found twice, held at the edge")
             XCTAssertTrue(hidden(inside, i), "frame \(i): found once inside the picture, held at the edge")
         }
