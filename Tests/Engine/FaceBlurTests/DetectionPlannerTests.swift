@@ -541,7 +541,7 @@ final class DetectionPlannerTests: XCTestCase {
             p.regions(forFrame: i).contains { $0.intersection(face.intersection(picture)!) != nil }
         }
         for i in 1..<3 { XCTAssertTrue(hidden(mirror, i), "frame \(i), before the searches gave up: hidden") }
-        XCTAssertTrue(hidden(lateMirror, 3), "frame 3, between the trace's last miss and the sighting: hidden")
+        XCTAssertTrue(hidden(lateMirror, 3), "frame 3, beside its sighting, where its trace back had not given up: hidden")
         XCTAssertFalse(hidden(lateMirror, 1), "frame 1, where its trace back gave up: a mirror image, gone")
         for i in gone...14 {
             XCTAssertFalse(hidden(mirror, i) || hidden(lateMirror, i), "frame \(i): mirror images, gone")
