@@ -598,7 +598,8 @@ struct DetectionPlanner {
                 // of its sighting, for the rest of the hold. (The crowd clip: boxes partly beyond an edge
                 // found once by another face's follow, one between two people at 0.50, one 119×179 px at
                 // 0.22, hid the picture beside the edge on up to 15 frames of a run.)
-                if hidden.seenOnce, let follow = follows[hidden.track], follow.lost, follow.foundReachingBeyondEdge { return nil }
+                if let follow = follows[hidden.track], follow.lost, follow.foundReachingBeyondEdge,
+                   tracker.observations(of: hidden.track).count == 1 { return nil }
                 // Searched for in mid-picture, where its motion put it, and not found: it was not there
                 // (behind someone, or never a face). That motion carried on would bring the region to an
                 // edge later, over nothing: on the fixed clip a track that had taken two faces' boxes
@@ -1154,13 +1155,13 @@ struct DetectionPlanner {
                 // Follow it from here on, and trace it back through the held frames.
                 let back: Int? = index > (oldest?.index ?? index) ? index : nil
                 follows[a.id] = Follow(checkedThrough: index, born: index, frontier: back)
-                follows[a.id]!.foundReachingBeyondEdge = box.x < 0 || box.y < 0 || box.maxX > Double(width) || box.maxY > Double(height)
+                follows[a.id]!.foundReachingBeyondEdge = Self.shareInPicture(box, width: width, height: height) < 1
             } else {
                 // A sighting on a frame before the follow's latest search says nothing of where the
                 // face is now: the misses after it stand. (A search of an older frame that finished
                 // late, such as the search of picture no search saw, reset them: a face that had left
-                // through an edge was followed again from scratch every few frames, and its region,
-                // never marked gone, grew beside the edge for a third of a second on the crowd clip.)
+                // through an edge was followed again from scratch, each reset restarting its count of
+                // misses, while its region went on growing beside the edge on the crowd clip.)
                 if index >= follows[a.id]!.checkedThrough {
                     follows[a.id]!.misses = 0
                     follows[a.id]!.lost = false

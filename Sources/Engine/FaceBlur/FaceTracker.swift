@@ -431,8 +431,6 @@ public struct FaceTracker {
         /// For a face searched for and gone: where it was (by the same reckoning as `face`) on the
         /// frame the searches gave up on it.
         public var whenSearchesGaveUp: FaceRect?
-        /// The face was seen once only.
-        public var seenOnce = false
     }
 
     /// Regions to hide in the frame captured at `time`, with the sighting
@@ -482,8 +480,7 @@ public struct FaceTracker {
             let near = FaceRect(x: whenGone.x - dx, y: whenGone.y - dy, width: whenGone.width + 2 * dx, height: whenGone.height + 2 * dy)
             return Hidden(track: track.id, region: near, beyond: beyond, searchedAndGone: true, face: whenGone, secondsBeyond: secondsBeyond,
                           otherEnd: otherEnd.rect, cameraStill: cameraStill(from: min(time, end.time), through: max(time, end.time)),
-                          whenSearchesGaveUp: whenGaveUp ?? whenGone,
-                          seenOnce: track.observations.count == 1)
+                          whenSearchesGaveUp: whenGaveUp ?? whenGone)
         }
     }
 
