@@ -18,7 +18,7 @@ struct Chunks: ParsableCommand {
     @Option(parsing: .unconditional, help: "Only chunks starting before this time (epoch seconds or ISO 8601).")
     var to: String?
 
-    @Flag(help: "Print a JSON array of {file, start, end, size, format}.")
+    @Flag(help: "Print a JSON array of {file, start, end, size, format}, with clockSynchronized (false: recorded before the clock was synchronised) and sequence (recording order) where known.")
     var json = false
 
     func run() throws {
@@ -44,6 +44,7 @@ struct Chunks: ParsableCommand {
             let line = r.file.padding(toLength: 31, withPad: " ", startingAt: 0)
                 + formatter.string(from: Date(timeIntervalSince1970: r.start)).padding(toLength: 28, withPad: " ", startingAt: 0)
                 + String(format: "%7.3f s %11d", r.duration, r.size)
+                + (r.clockSynchronized == false ? "  clock not synchronised" : "")
             print(line)  // user-facing
         }
         let total = records.reduce(Int64(0)) { $0 + $1.size }

@@ -12,7 +12,8 @@
 /// A chunk that turned out not to be kept (`named(nil, …)`) releases those
 /// behind it just the same.
 ///
-/// Pure value, keyed by each chunk's start (wall-clock ns): the recording
+/// Pure value, keyed by each chunk's start on the pipeline's monotonic clock
+/// (recording order, whatever the wall clock did): the recording
 /// session keeps one on the main loop.
 public struct ChunkReportOrder<Chunk> {
     /// Closed chunks whose naming has not come back yet.

@@ -63,6 +63,10 @@ public struct RecorderConfig: Equatable, Sendable {
         /// Set only by a server (`videoFormat` "none", `fps`) and kept with its settings.
         public var recordsVideo = true
         public var framerate: Double?
+        /// The file whose existence says the wall clock is synchronised (systemd-timesyncd's);
+        /// chunks recorded while its folder exists and it does not are marked so.
+        public var clockSyncFlag: String = Self.systemdTimeSyncFlag
+        public static let systemdTimeSyncFlag = "/run/systemd/timesync/synchronized"
 
         public var bufferMaxBytes: Int64 { Int64(bufferMaxMB) * 1024 * 1024 }
     }
@@ -246,6 +250,7 @@ public enum ConfigLoader {
         Key(name: "recording.audio_format", kind: .string),
         Key(name: "recording.timestamp_format", kind: .string),
         Key(name: "recording.encoder", kind: .string),
+        Key(name: "recording.clock_sync_flag", kind: .path),
         Key(name: "privacy.face_blur", kind: .bool),
         Key(name: "privacy.model", kind: .path),
         Key(name: "privacy.mode", kind: .string),
@@ -351,6 +356,7 @@ public enum ConfigLoader {
         let duration = try reader.integer("recording.chunk_duration_ms", default: 30_000, range: ConfigLimits.chunkDurationMs)
         let bufferMax = try reader.integer("recording.buffer_max_mb", default: 16_000, range: ConfigLimits.bufferMaxMB)
         let frameTimeout = try reader.number("recording.frame_timeout_s", default: 5, range: 1...600)
+        let clockSyncFlag = try reader.path("recording.clock_sync_flag") ?? RecorderConfig.Recording.systemdTimeSyncFlag
         let audioName = try reader.string("recording.audio_format", default: "none")
         guard let audioFormat = AudioFormat(rawValue: audioName) else {
             throw ConfigError("\(reader.origin("recording.audio_format")): recording.audio_format = \"\(audioName)\" is not allowed; use \"none\", \"wav\" or \"m4a\"")
@@ -436,7 +442,7 @@ public enum ConfigLoader {
                           maxUploadKbps: maxUploadKbps, acceptAutoUploads: acceptAutoUploads),
             recording: .init(pipeline: pipeline, storageDirectory: storage, videoFormat: format,
                              chunkDurationMs: duration, bufferMaxMB: bufferMax, frameTimeoutSeconds: frameTimeout,
-                             audioFormat: audioFormat, timestampFormat: timestampFormat),
+                             audioFormat: audioFormat, timestampFormat: timestampFormat, clockSyncFlag: clockSyncFlag),
             privacy: .init(faceBlur: faceBlur, model: model, mode: mode, threshold: threshold, margin: margin,
                            holdMs: holdMs, detectWidth: detectWidth, wholeEvery: wholeEvery, tileEvery: tileEvery,
                            followEvery: followEvery, maxLatencyMs: maxLatencyMs, whenBehind: whenBehind,

@@ -11,16 +11,37 @@ public struct ChunkRecord: Codable, Hashable, Sendable {
     public var end: Double
     public var size: Int64
     public var format: VideoFormat
+    /// Whether the wall clock was synchronised when the chunk was recorded:
+    /// false means its times may be wrong (a box without a real-time clock
+    /// before time sync); nil where that was not visible, or not recorded.
+    public var clockSynchronized: Bool?
+    /// Recording order in its folder, counted by the catalog: the wall clock
+    /// can be set back, so a later chunk may carry an earlier time. Nil for
+    /// chunks catalogued before this was kept (they come first, by time).
+    public var sequence: Int?
 
-    public init(file: String, start: Double, end: Double, size: Int64, format: VideoFormat) {
+    public init(file: String, start: Double, end: Double, size: Int64, format: VideoFormat,
+                clockSynchronized: Bool? = nil, sequence: Int? = nil) {
         self.file = file
         self.start = start
         self.end = end
         self.size = size
         self.format = format
+        self.clockSynchronized = clockSynchronized
+        self.sequence = sequence
     }
 
     public var duration: Double { end - start }
+
+    /// Oldest recorded first: by `sequence`, chunks without one before those with, then by time.
+    public static func recordedBefore(_ a: ChunkRecord, _ b: ChunkRecord) -> Bool {
+        switch (a.sequence, b.sequence) {
+        case let (x?, y?) where x != y: return x < y
+        case (nil, _?): return true
+        case (_?, nil): return false
+        default: return a.start < b.start
+        }
+    }
 
     public func overlaps(from: Double, to: Double) -> Bool { start < to && end > from }
 }
@@ -363,15 +384,22 @@ public final class ChunkCatalog: @unchecked Sendable {
         return indexed.count
     }
 
-    /// Catalogued neighbours never overlap. A chunk indexed from its file
-    /// has its start from its name, truncated to the millisecond, and its end
-    /// from the media, so it can reach a fraction of a millisecond into its
-    /// neighbour: the times of the chunk not in `trusted` give way (its
-    /// start moves to the previous end, or the previous end to its start).
+    /// A chunk indexed from its file has its start from its name, truncated
+    /// to the millisecond, and its end from the media, so it can reach a
+    /// fraction of a millisecond into its neighbour: the times of the chunk
+    /// not in `trusted` give way (its start moves to the previous end, or the
+    /// previous end to its start). A larger overlap is real (the wall clock
+    /// was set back between them) and both chunks keep the times they were
+    /// recorded with, as do two chunks the catalog recorded itself.
+    static let roundingOverlap = 0.5
+
     private func separateNeighboursLocked(trusting trusted: Set<String>) {
         guard records.count > 1 else { return }
         for i in 1..<records.count where records[i - 1].end > records[i].start {
             let (previous, next) = (records[i - 1], records[i])
+            guard previous.end - next.start < Self.roundingOverlap, !(trusted.contains(previous.file) && trusted.contains(next.file)) else {
+                continue
+            }
             if !trusted.contains(next.file) || trusted.contains(previous.file), previous.end < next.end {
                 records[i].start = previous.end
             } else if next.start > previous.start {
@@ -394,7 +422,9 @@ public final class ChunkCatalog: @unchecked Sendable {
     }
 
     private func insertLocked(_ record: ChunkRecord) {
+        var record = record
         records.removeAll { $0.file == record.file }
+        if record.sequence == nil { record.sequence = (records.compactMap(\.sequence).max() ?? 0) + 1 }
         let index = records.firstIndex { $0.start > record.start } ?? records.endIndex
         records.insert(record, at: index)
     }

@@ -34,6 +34,10 @@ public struct RetentionDeletion: Equatable, Sendable {
 /// pins and the free space (no files, no clock), so they are tested alone.
 /// `StorageGuard` applies them.
 ///
+/// "Oldest" is the order of recording (`ChunkRecord.recordedBefore`), not
+/// of the times in the names: after the wall clock was set back, the newest
+/// chunk can carry the earliest time.
+///
 /// - Oldest first while the chunks together exceed the size limit.
 /// - Then oldest first while the disk has less free space than the
 ///   reserve, two of the largest chunks kept: a full disk is avoided rather
@@ -46,7 +50,7 @@ public enum RetentionPlan {
     /// the free space is unknown (the reserve is then not applied).
     public static func deletions(chunks: [ChunkRecord], maxBytes: Int64, freeBytes: Int64?,
                                  pinned: Set<String>) -> [RetentionDeletion] {
-        let oldestFirst = chunks.sorted { $0.start < $1.start }
+        let oldestFirst = chunks.sorted(by: ChunkRecord.recordedBefore)
         guard !oldestFirst.isEmpty else { return [] }
         var candidates = oldestFirst.dropLast().filter { !pinned.contains($0.file) }[...]
         var deletions: [RetentionDeletion] = []
@@ -79,7 +83,7 @@ public enum RetentionPlan {
     /// it is the only one left to delete: recording goes on either way, and
     /// without room it cannot.
     public static func roomOnFullDisk(chunks: [ChunkRecord], pinned: Set<String>) -> RetentionDeletion? {
-        chunks.sorted { $0.start < $1.start }.first { !pinned.contains($0.file) }
+        chunks.sorted(by: ChunkRecord.recordedBefore).first { !pinned.contains($0.file) }
             .map { RetentionDeletion(chunk: $0, reason: .diskFull) }
     }
 }

@@ -275,7 +275,7 @@ public final class FaceBlurStage: FrameProcessor {
     /// shared networks reload.)
     static let yuNetFollowInput = 128
 
-    private let condition = NSCondition()
+    private let condition = MonotonicCondition()   // its timed waits run on the monotonic clock
     private var queue: [Pending] = []
     private var planner: DetectionPlanner?
     private var plannerGeneration = 0
@@ -445,8 +445,8 @@ public final class FaceBlurStage: FrameProcessor {
             stopping = true
             condition.broadcast()
             // Let a pass under way finish: OpenCV must not be torn down under it at exit.
-            let deadline = Date().addingTimeInterval(5)
-            while runningWorkers > 0, Date() < deadline { _ = condition.wait(until: deadline) }
+            let deadline = MonotonicCondition.deadline(after: 5)
+            while runningWorkers > 0, MonotonicCondition.now < deadline { condition.wait(until: deadline) }
             return countersStorage
         }
         guard c.frames > 0 else { return }
@@ -634,9 +634,9 @@ public final class FaceBlurStage: FrameProcessor {
             planAhead()
             while failure == nil, heldFramesUnsettled(), applyNextOutcome() { planAhead() }
         }
-        let deadline = Date().addingTimeInterval(realTime ? 5 : 120)
-        while failure == nil, heldFramesUnsettled(), Date() < deadline {
-            _ = condition.wait(until: deadline)
+        let deadline = MonotonicCondition.deadline(after: realTime ? 5 : 120)
+        while failure == nil, heldFramesUnsettled(), MonotonicCondition.now < deadline {
+            condition.wait(until: deadline)
         }
         let ready = takeReady(force: true)
         condition.unlock()
@@ -874,8 +874,8 @@ public final class FaceBlurStage: FrameProcessor {
         /// Waits `seconds` or until the stage stops; true when it stops.
         func rest(_ seconds: Double) -> Bool {
             condition.withLock { () -> Bool in
-                let until = Date().addingTimeInterval(seconds)
-                while !stopping, Date() < until { _ = condition.wait(until: until) }
+                let until = MonotonicCondition.deadline(after: seconds)
+                while !stopping, MonotonicCondition.now < until { condition.wait(until: until) }
                 return stopping
             }
         }

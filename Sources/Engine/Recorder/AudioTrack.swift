@@ -4,8 +4,9 @@ import GStreamerSupport
 /// The audio captured through `appsink name=audio_in`, kept just long
 /// enough to cut each finished chunk's stretch out of it.
 ///
-/// Every buffer is stored with the wall-clock time of its first sample
-/// (pipeline base time + running time: the clock that names the chunks),
+/// Every buffer is stored with the time of its first sample on the
+/// pipeline's monotonic clock (base time + running time: the clock that
+/// measures the chunks' spans),
 /// so a cut starts at the chunk's first frame and lasts exactly as long as
 /// the chunk; a stretch the source did not deliver (it started late, or
 /// dropped audio) is silence, so the audio never drifts against the video.
@@ -24,7 +25,7 @@ final class AudioTrack: @unchecked Sendable {
         var endNs: UInt64 { startNs + UInt64(samples.count / AudioTrack.bytesPerSample) * 1_000_000_000 / UInt64(AudioTrack.sampleRate) }
     }
 
-    private let condition = NSCondition()
+    private let condition = MonotonicCondition()
     private var pieces: [Piece] = []
     private var ended = false
     /// How much audio to keep at most behind the newest (set from the chunk length):
@@ -76,14 +77,14 @@ final class AudioTrack: @unchecked Sendable {
         keepNs = UInt64(2 * ms + 30_000) * 1_000_000
     }
 
-    /// The samples from `startNs` to `endNs` (wall clock), waiting up to
+    /// The samples from `startNs` to `endNs` (pipeline clock), waiting up to
     /// `wait` seconds for the audio to reach `endNs`; silence where nothing
     /// was captured. nil when no captured audio overlaps the stretch at all.
     /// Audio before `endNs` is dropped afterwards (chunks are cut in order).
     func cut(fromNs startNs: UInt64, toNs endNs: UInt64, wait: Double) -> Data? {
         guard endNs > startNs else { return nil }
         condition.lock(); defer { condition.unlock() }
-        let deadline = Date(timeIntervalSinceNow: wait)
+        let deadline = MonotonicCondition.deadline(after: wait)
         while !ended, (pieces.last?.endNs ?? 0) < endNs, condition.wait(until: deadline) {}
         let count = Self.sampleIndex(endNs - startNs)
         var out = Data(count: count * Self.bytesPerSample)

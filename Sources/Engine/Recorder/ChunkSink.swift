@@ -32,7 +32,7 @@ struct CompanionSettings: Equatable, Sendable {
 
 /// Owns the `chunks` splitmuxsink: its properties (location, duration,
 /// container, robust muxing), the naming of each chunk by the wall-clock
-/// time of its first frame, the rename from the hidden partial name to the
+/// time of its first frame (see "Two clocks" below), the rename from the hidden partial name to the
 /// final name, and live changes of container and length, which its
 /// `ChunkTimeline` orders: one switch at a time, in the order asked.
 ///
@@ -42,6 +42,15 @@ struct CompanionSettings: Equatable, Sendable {
 /// else (bus messages, `apply`) runs on the main loop, which owns the
 /// timeline's progress (a swap posts its completion there). The state
 /// they share is under `lock`.
+///
+/// Two clocks: the pipeline runs on the monotonic clock, so every span is
+/// measured there (`…ClockNs`: base time + running time) and a step of the
+/// wall clock never stops or bursts the recording. Wall-clock times (`…Ns`,
+/// epoch) are derived: a chunk's start is its first frame's clock time plus
+/// the wall clock's offset read when that frame went to the encoder
+/// (`ChunkCuts`), and everything after it in the chunk (its end, its frames'
+/// timestamps) is that start plus the time elapsed on the monotonic clock.
+/// A step cuts the chunk, so no chunk spans two times.
 final class ChunkSink {
     private let pipeline: Pipeline
     private let storage: URL
@@ -93,8 +102,12 @@ final class ChunkSink {
     let cuts: ChunkCuts
 
     struct OpenFragment {
+        /// Wall-clock start (epoch ns) and the same instant on the pipeline's clock.
         var startNs: UInt64
+        var startClockNs: UInt64
         var startMs: Int64
+        /// Whether the wall clock was synchronised when the chunk opened (nil: not visible).
+        var clockSynchronized: Bool?
         var format: VideoFormat
         var sink: ObjectID
         /// Running time of the chunk's first frame (nil when the sink gave no buffer).
@@ -102,8 +115,10 @@ final class ChunkSink {
         var companions: CompanionSettings
     }
 
+    private let wallClock: WallClock
+
     init(pipeline: Pipeline, element: Element, storage: URL, settings: ChunkSettings, companions: CompanionSettings = .init(),
-         audio: AudioTrack? = nil, logger: Logger, frameStatistics: @escaping () -> FrameStatistics) {
+         audio: AudioTrack? = nil, wallClock: WallClock, logger: Logger, frameStatistics: @escaping () -> FrameStatistics) {
         self.pipeline = pipeline
         self.storage = storage
         self.logger = logger
@@ -112,7 +127,8 @@ final class ChunkSink {
         self.timeline = ChunkTimeline(settings)
         self.companionSettings = companions
         self.audio = audio
-        self.cuts = ChunkCuts(lengthMs: settings.recordsVideo ? settings.chunkDurationMs : nil)
+        self.wallClock = wallClock
+        self.cuts = ChunkCuts(lengthMs: settings.recordsVideo ? settings.chunkDurationMs : nil, wallClock: wallClock)
         audio?.setChunkLength(ms: settings.chunkDurationMs)
         audio?.setWanted(companions.audio != .none)
     }
@@ -294,18 +310,23 @@ final class ChunkSink {
                     "properties,reserved-moov-update-period=(guint64)500000000,reserved-max-duration=(guint64)\(reserved)")
     }
 
-    /// Names a new chunk after the wall-clock time of its first frame:
-    /// with the pipeline on the realtime system clock, base time + running
-    /// time is capture time since the epoch.
+    /// Names a new chunk after the wall-clock time of its first frame: its
+    /// time on the pipeline's (monotonic) clock plus the wall clock's offset
+    /// read when it went to the encoder.
     private func name(firstSample: Sample?, sink: ObjectID) -> String {
-        let startNs: UInt64
+        let startClockNs: UInt64, offsetNs: Int64
         if let running = firstSample?.runningTime {
-            startNs = UInt64(pipeline.baseTime) + UInt64(running)
+            startClockNs = UInt64(pipeline.baseTime) + UInt64(running)
+            offsetNs = cuts.wallClockOffset(atRunningTime: UInt64(running)) ?? wallClock.currentOffsetNs
         } else {
             // No buffer in the sample: fall back to now, which is within a frame or two.
             logger.debug("format-location without a buffer; naming the chunk after the current time")
-            startNs = UInt64(Date().timeIntervalSince1970 * 1e9)
+            let now = WallClock.systemReading()
+            (startClockNs, offsetNs) = (now.monotonicNs, now.offsetNs)
         }
+        // A wall clock before the epoch (a box that has not learnt the time) names chunks from 0.
+        let startNs = UInt64(max(0, Int64(truncatingIfNeeded: startClockNs) &+ offsetNs))
+        let clockSynchronized = wallClock.isSynchronized()
         var startMs = Int64(startNs / 1_000_000)
         let format = lock.withLock { formats[sink] ?? timeline.written.format }
         switch createPartialFile(startMs: startMs, format: format) {
@@ -327,7 +348,8 @@ final class ChunkSink {
         let startRunningTime = firstSample?.runningTime.map { UInt64($0) }
         lock.withLock {
             if let startRunningTime { fragmentStarts[sink, default: FragmentStarts()].opened(at: startRunningTime) }
-            open[path] = OpenFragment(startNs: startNs, startMs: startMs, format: format, sink: sink,
+            open[path] = OpenFragment(startNs: startNs, startClockNs: startClockNs, startMs: startMs,
+                                      clockSynchronized: clockSynchronized, format: format, sink: sink,
                                       startRunningTime: startRunningTime, companions: companionSettings)
             writing = path
         }
@@ -411,7 +433,9 @@ final class ChunkSink {
         case nil:
             break
         }
-        let endNs = UInt64(pipeline.baseTime) + endRunningTime
+        let endClockNs = UInt64(pipeline.baseTime) + endRunningTime
+        // The chunk lasts what the monotonic clock says, from its wall-clock start.
+        let endNs = fragment.startNs + (endClockNs > fragment.startClockNs ? endClockNs - fragment.startClockNs : 0)
         if isLast { retireIfDone(fragment.sink) }
         if stats.recorded == 0 {
             // splitmuxsink opens a fragment on caps alone; with no frame it holds no video.
@@ -434,28 +458,29 @@ final class ChunkSink {
         return .finished(Closing(fragment: fragment, partialPath: location, endNs: endNs, stats: stats,
                                  verify: verifyBeforeFinalizing || !plausible || measured, endsWithMedia: measured,
                                  storage: storage, logger: logger, probe: probe,
-                                 job: companionJob(for: fragment, endNs: endNs, lastOfStream: lastOfStream)))
+                                 job: companionJob(for: fragment, endClockNs: endClockNs, lastOfStream: lastOfStream)))
     }
 
     /// The chunk's companions as its settings asked when it opened: the
     /// capture times of its frames (those from its first frame up to the
     /// next chunk's first, or to the end of the stream) and its audio span.
     /// Frames no open chunk needs any more are forgotten.
-    private func companionJob(for fragment: OpenFragment, endNs: UInt64, lastOfStream: Bool) -> CompanionJob {
+    private func companionJob(for fragment: OpenFragment, endClockNs: UInt64, lastOfStream: Bool) -> CompanionJob {
         let base = UInt64(pipeline.baseTime)
-        let startRT = fragment.startRunningTime ?? (fragment.startNs >= base ? fragment.startNs - base : 0)
-        let endRT = endNs >= base ? endNs - base : 0
+        let startRT = fragment.startRunningTime ?? (fragment.startClockNs >= base ? fragment.startClockNs - base : 0)
+        let endRT = endClockNs >= base ? endClockNs - base : 0
         return lock.withLock {
             var times: [Int64]?
             if fragment.companions.timestamps == .txt {
+                // Each frame's wall-clock time: the chunk's start plus its time since the chunk's first frame.
                 times = frameTimes.filter { $0 >= startRT && (lastOfStream || $0 < endRT) }.sorted()
-                    .map { Int64((base + $0) / 1_000_000) }
+                    .map { Int64((fragment.startNs + ($0 - startRT)) / 1_000_000) }
             }
             // A chunk opened before this one (still being finalised) keeps its frames.
             let stillNeeded = open.values.compactMap(\.startRunningTime).min() ?? .max
             let cutoff = min(endRT, stillNeeded)
             frameTimes.removeAll { $0 < cutoff }
-            return CompanionJob(startMs: fragment.startMs, startNs: fragment.startNs, endNs: endNs,
+            return CompanionJob(startMs: fragment.startMs, startClockNs: fragment.startClockNs, endClockNs: endClockNs,
                                 frameTimesMs: times, audio: fragment.companions.audio)
         }
     }
@@ -494,9 +519,9 @@ final class ChunkSink {
         func finalize() -> (FinishedChunk, CompanionJob)? {
             guard let (chunk, endNs) = ChunkSink.finalize(self) else { return nil }
             var job = job
-            if endNs < job.endNs {
+            if endNs < self.endNs {
                 // The file holds less than the span said: the companions end where it does.
-                job.endNs = endNs
+                job.endClockNs -= min(self.endNs - endNs, job.endClockNs - job.startClockNs)
                 job.frameTimesMs = job.frameTimesMs?.filter { $0 < Int64(endNs / 1_000_000) }
             }
             return (chunk, job)
@@ -533,7 +558,8 @@ final class ChunkSink {
         // The name carries milliseconds; the catalog keeps full precision.
         let start = Double(fragment.startNs) / 1e9
         let end = max(start, Double(endNs) / 1e9)
-        let record = ChunkRecord(file: finalName, start: start, end: end, size: size, format: fragment.format)
+        let record = ChunkRecord(file: finalName, start: start, end: end, size: size, format: fragment.format,
+                                 clockSynchronized: fragment.clockSynchronized)
         return (FinishedChunk(record: record, width: stats.width, height: stats.height, framesPerSecond: stats.framesPerSecond), endNs)
     }
 
@@ -568,8 +594,8 @@ final class ChunkSink {
         lock.withLock { open.count - (writing.map { open[$0] == nil ? 0 : 1 } ?? 0) }
     }
 
-    /// When the oldest chunk opened and not yet closed started (wall-clock ns).
-    var oldestOpenStartNs: UInt64? { lock.withLock { open.values.map(\.startNs).min() } }
+    /// When the oldest chunk opened and not yet closed started (on the pipeline's clock).
+    var oldestOpenStartClockNs: UInt64? { lock.withLock { open.values.map(\.startClockNs).min() } }
 
     /// True when the stream has ended and its last chunk is closed.
     var isFinished: Bool { lock.withLock { inputEnded && open.isEmpty } }

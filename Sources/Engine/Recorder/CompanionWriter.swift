@@ -6,10 +6,10 @@ import Storage
 /// What a finished chunk's companions are made from: fixed when the chunk
 /// opened (settings apply from the next chunk) and when it closed.
 struct CompanionJob: Sendable {
-    /// The chunk's name's start (epoch ms) and its exact wall-clock span.
+    /// The chunk's name's start (epoch ms) and its exact span on the pipeline's (monotonic) clock, which the audio is kept on.
     var startMs: Int64
-    var startNs: UInt64
-    var endNs: UInt64
+    var startClockNs: UInt64
+    var endClockNs: UInt64
     /// Capture times (epoch ms) of the chunk's frames in order; nil: no timestamps file.
     var frameTimesMs: [Int64]?
     var audio: AudioFormat
@@ -49,7 +49,7 @@ struct CompanionWriter {
         }
         if job.audio != .none, let companion = candidates.first(where: { $0.kind == .audio && $0.file.hasSuffix("." + job.audio.fileExtension) }) {
             if let audio {
-                if let samples = audio.cut(fromNs: job.startNs, toNs: job.endNs, wait: Self.audioWait) {
+                if let samples = audio.cut(fromNs: job.startClockNs, toNs: job.endClockNs, wait: Self.audioWait) {
                     do {
                         try writeAudio(samples, format: job.audio, as: companion.file)
                         written.append(companion)

@@ -84,6 +84,8 @@ public final class Recorder {
     public let qrScanner = QRScanner()
 
     private let logger: Logger
+    /// The wall clock against the pipelines' monotonic clock: its steps and whether it is synchronised.
+    public let wallClock: WallClock
     private let makeProcessor: (RecorderConfig) throws -> FrameProcessor
     /// The pipeline run in progress (internal: tests reach its elements).
     private(set) var session: RecordingSession?
@@ -121,6 +123,7 @@ public final class Recorder {
         self.clock = clock
         self.makeProcessor = makeProcessor
         self.tuning = config.tuning
+        wallClock = WallClock(syncFlag: config.recording.clockSyncFlag, logger: logger)
         preview = PreviewTap(settings: .init(framesPerSecond: config.console.previewFps, maximumWidth: config.console.previewWidth), clock: clock)
         GStreamer.initialize()
         // Before the catalog creates the storage folder: a refused run leaves nothing behind.
@@ -210,7 +213,7 @@ public final class Recorder {
                                            companions: CompanionSettings(tuning),
                                            frameTimeout: config.recording.frameTimeoutSeconds,
                                            processor: processor, preview: preview, qrScanner: qrScanner,
-                                           worker: worker, logger: logger)
+                                           wallClock: wallClock, worker: worker, logger: logger)
             session.probe = mediaProbe
             session.onChunkFinished = { [weak self] chunk in self?.chunkFinished(chunk) }
             session.onFirstFrame = { [weak self, weak session] in

@@ -73,7 +73,7 @@ final class RecordingSession {
     /// - Parameter worker: a serial queue for the slow steps of stopping.
     init(loaded: LoadedPipeline, storage: URL, settings: ChunkSettings, companions: CompanionSettings = .init(),
          frameTimeout: Double, processor: FrameProcessor, preview: PreviewTap? = nil, qrScanner: QRScanner? = nil,
-         worker: DispatchQueue, logger: Logger) {
+         wallClock: WallClock, worker: DispatchQueue, logger: Logger) {
         self.loaded = loaded
         self.logger = logger
         self.frameTimeout = frameTimeout
@@ -86,7 +86,8 @@ final class RecordingSession {
         self.audio = audio
         self.companions = CompanionWriter(folder: StorageFolder(storage), audio: audio, logger: logger)
         chunkSink = ChunkSink(pipeline: loaded.pipeline, element: loaded.chunkSink, storage: storage, settings: settings,
-                              companions: companions, audio: audio, logger: logger, frameStatistics: { framePath.statistics })
+                              companions: companions, audio: audio, wallClock: wallClock, logger: logger,
+                              frameStatistics: { framePath.statistics })
         framePath.chunkCuts = chunkSink.cuts
     }
 
@@ -117,7 +118,7 @@ final class RecordingSession {
         // A sink that waits for a first frame before the pipeline plays
         // would wait forever: in a live pipeline frames only come once it plays.
         for sink in loaded.extraSinks { sink.stopWaitingForPreroll() }
-        loaded.pipeline.useRealtimeClock()
+        loaded.pipeline.useMonotonicClock()
         busWatch = loaded.pipeline.watchBus { [weak self] message in self?.handle(message) }
         isRunning = true
         guard loaded.pipeline.setState(.playing) else {
@@ -191,7 +192,7 @@ final class RecordingSession {
     /// `ChunkReportOrder`). The session stays alive until the report is
     /// made; a stop's completion, queued on the same worker later, comes after it.
     private func finished(_ closing: ChunkSink.Closing) {
-        let startNs = closing.fragment.startNs
+        let startNs = closing.fragment.startClockNs
         reportOrder.closed(startNs: startNs)
         worker.async { [companions] in
             let chunk = closing.finalize().map { finished, job -> FinishedChunk in
@@ -204,13 +205,13 @@ final class RecordingSession {
     }
 
     private func named(_ chunk: FinishedChunk?, startNs: UInt64) {
-        report(reportOrder.named(chunk, startNs: startNs, oldestOpenStartNs: oldestOpenStartNs))
+        report(reportOrder.named(chunk, startNs: startNs, oldestOpenStartNs: oldestOpenStartClockNs))
     }
 
     /// While the pipeline runs, a chunk still open holds younger ones back; once it
     /// is stopped, what is still open is never closed (a broken writer, a stop that
     /// timed out) and the repair pass names it instead.
-    private var oldestOpenStartNs: UInt64? { isRunning ? chunkSink.oldestOpenStartNs : nil }
+    private var oldestOpenStartClockNs: UInt64? { isRunning ? chunkSink.oldestOpenStartClockNs : nil }
 
     private func report(_ chunks: [FinishedChunk]) {
         for chunk in chunks { onChunkFinished?(chunk) }

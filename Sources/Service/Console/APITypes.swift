@@ -52,9 +52,18 @@ struct StatusAnswer: Encodable {
         var temperatureCelsius: Double?
         var privacy: Privacy?
     }
+    /// The wall clock as the recorder sees it.
+    struct Clock: Encodable {
+        /// Nil where synchronisation is not visible (no systemd-timesyncd).
+        var synchronized: Bool?
+        /// Times the wall clock was set since the recorder started, and the latest (seconds, negative: back).
+        var steps: Int
+        var lastStepSeconds: Double?
+    }
     var version: String
     var device: String
     var time: Date
+    var clock: Clock
     var recording: Recording
     var health: Health
     var storage: Storage
@@ -69,6 +78,8 @@ struct ChunkAnswer: Encodable {
     var sizeBytes: Int64
     var format: String
     var url: String
+    /// False when it was recorded before the wall clock was synchronised: its times may be wrong.
+    var clockSynchronized: Bool?
     /// The files recorded with it (timestamps, audio), in the order an upload sends them.
     var companions: [CompanionAnswer]
 }

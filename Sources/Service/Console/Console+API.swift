@@ -15,6 +15,8 @@ extension Console {
         let chunks = recorder?.catalog.all ?? []
         return StatusAnswer(
             version: ProductVersion.current, device: config.device.name, time: Date(),
+            clock: .init(synchronized: recorder?.wallClock.isSynchronized(), steps: recorder?.wallClock.steps ?? 0,
+                         lastStepSeconds: recorder?.wallClock.latestStep?.seconds),
             recording: .init(state: recorder.map { "\($0.state)" } ?? "stopped",
                              framesCaptured: stats?.captured ?? 0, framesRecorded: stats?.recorded ?? 0,
                              chunksRecorded: recorder?.chunksRecorded ?? 0, lastProblem: recorder?.lastProblem,
@@ -87,7 +89,7 @@ extension Console {
         }
         return ChunkAnswer(name: record.file, start: Date(timeIntervalSince1970: record.start), end: Date(timeIntervalSince1970: record.end),
                            durationS: (record.duration * 1000).rounded() / 1000, sizeBytes: record.size, format: record.format.rawValue,
-                           url: "/api/v1/chunks/\(record.file)", companions: companions)
+                           url: "/api/v1/chunks/\(record.file)", clockSynchronized: record.clockSynchronized, companions: companions)
     }
 
     /// A chunk of the catalog or one of its companions (never any other
@@ -327,6 +329,9 @@ extension Console {
         m.gauge("storage_bytes", "Bytes of chunks in the storage folder.", Double(s.storage.bytes))
         m.gauge("storage_buffer_max_bytes", "The ring buffer's size limit.", Double(s.storage.bufferMaxBytes))
         m.gauge("disk_free_bytes", "Free bytes on the storage folder's disk.", s.storage.diskFreeBytes.map(Double.init))
+        m.counter("wall_clock_steps_total", "Times the wall clock was set (stepped) while recording since the service started.", total: s.clock.steps)
+        m.gauge("wall_clock_synchronized", "1 once the wall clock is synchronised, 0 before; absent where not visible.",
+                s.clock.synchronized.map { $0 ? 1 : 0 })
         m.gauge("server_connected", "1 while connected to the AllSpark server.", s.server.state == "connected" ? 1 : 0)
         if let queue = service.link?.uploadQueue {
             m.gauge("uploads_waiting", "Chunks waiting to be uploaded or being uploaded.", Double(queue.waiting.count + (queue.inFlight == nil ? 0 : 1)))

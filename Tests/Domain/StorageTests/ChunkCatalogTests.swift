@@ -51,8 +51,10 @@ final class ChunkCatalogTests: XCTestCase {
         let a = try chunk(1_000, seconds: 1.5)
         first.add(a)
         let second = try ChunkCatalog(directory: folder)
-        XCTAssertEqual(second.all, [a])
-        XCTAssertEqual(try ChunkCatalog.readIndex(of: folder), [a])
+        var recorded = a
+        recorded.sequence = 1   // the first the catalog took
+        XCTAssertEqual(second.all, [recorded])
+        XCTAssertEqual(try ChunkCatalog.readIndex(of: folder), [recorded])
     }
 
     func testReconcileDropsMissingIndexesUnknownRepairsAndRemoves() throws {
@@ -115,7 +117,7 @@ final class ChunkCatalogTests: XCTestCase {
         catalog.pin(a.file)
         XCTAssertEqual(guarded.diskFull("test", maxBytes: .max).map(\.chunk.file), [b.file])
         XCTAssertEqual(guarded.diskFull("test", maxBytes: .max), [], "only a pinned chunk is left")
-        XCTAssertEqual(catalog.all, [a])
+        XCTAssertEqual(catalog.all.map(\.file), [a.file])
     }
 
     func testCorruptIndexIsRebuiltFromFiles() throws {
@@ -125,5 +127,96 @@ final class ChunkCatalogTests: XCTestCase {
         XCTAssertEqual(catalog.all, [])
         catalog.reconcile { _ in 2 }
         XCTAssertEqual(catalog.all.map(\.file), [a.file])
+    }
+}
+
+/// The wall clock can be set back while recording: the catalog keeps the
+/// order chunks were recorded in, keeps real overlaps, and retention goes by
+/// recording order, not by the times in the names.
+final class ChunkCatalogClockStepTests: XCTestCase {
+    var folder: URL!
+
+    override func setUpWithError() throws {
+        folder = FileManager.default.temporaryDirectory.appendingPathComponent("cat-step-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+    }
+
+    override func tearDown() { try? FileManager.default.removeItem(at: folder) }
+
+    func chunk(_ startMs: Int64, seconds: Double = 2, size: Int = 100) throws -> ChunkRecord {
+        let name = ChunkName.final(startMs: startMs, format: .mp4)
+        try Data(count: size).write(to: folder.appendingPathComponent(name))
+        let start = Double(startMs) / 1000
+        return ChunkRecord(file: name, start: start, end: start + seconds, size: Int64(size), format: .mp4)
+    }
+
+    /// Recorded in this order: two chunks, the clock set back an hour, two more (their names sort first).
+    func recordedAcrossAStepBack(_ catalog: ChunkCatalog) throws -> [ChunkRecord] {
+        let hour: Int64 = 3_600_000
+        let chunks = [try chunk(10 * hour), try chunk(10 * hour + 2000),
+                      try chunk(9 * hour + 4000), try chunk(9 * hour + 6000)]
+        chunks.forEach(catalog.add)
+        return chunks
+    }
+
+    func testRetentionDeletesInRecordingOrderAndNeverTheNewestWhoseNameSortsFirst() throws {
+        let catalog = try ChunkCatalog(directory: folder)
+        let chunks = try recordedAcrossAStepBack(catalog)
+        XCTAssertEqual(catalog.all.compactMap(\.sequence).sorted(), [1, 2, 3, 4])
+        let guarded = StorageGuard(catalog: catalog, freeSpace: { nil })
+        XCTAssertEqual(guarded.enforce(maxBytes: 250).map(\.chunk.file), [chunks[0].file, chunks[1].file],
+                       "the two recorded first go, though two later ones carry earlier times")
+        XCTAssertEqual(guarded.enforce(maxBytes: 0).map(\.chunk.file), [chunks[2].file])
+        XCTAssertEqual(catalog.all.map(\.file), [chunks[3].file], "the newest recorded is kept")
+        XCTAssertEqual(guarded.diskFull("test", maxBytes: .max).map(\.chunk.file), [chunks[3].file])
+    }
+
+    func testTheOrderOfRecordingSurvivesARestart() throws {
+        let chunks = try recordedAcrossAStepBack(try ChunkCatalog(directory: folder))
+        let reopened = try ChunkCatalog(directory: folder)
+        reopened.reconcile { _ in 2 }
+        XCTAssertEqual(reopened.all.sorted(by: ChunkRecord.recordedBefore).map(\.file), chunks.map(\.file))
+        let next = try chunk(9 * 3_600_000 + 8000)
+        reopened.add(next)
+        XCTAssertEqual(reopened.all.first { $0.file == next.file }?.sequence, 5, "a chunk added after a restart is the newest")
+    }
+
+    func testOverlappingSpansAfterAStepBackAreKeptAndListed() throws {
+        let catalog = try ChunkCatalog(directory: folder)
+        let first = try chunk(100_000, seconds: 10)
+        let afterStep = try chunk(104_000, seconds: 10)   // the clock went back 6 s: the spans overlap by 6 s
+        catalog.add(first); catalog.add(afterStep)
+        catalog.reconcile { _ in 10 }
+        XCTAssertEqual(catalog.all.map(\.start), [100, 104], "neither span is cut")
+        XCTAssertEqual(catalog.all.map(\.end), [110, 114])
+        XCTAssertEqual(catalog.chunks(from: 105, to: 106).map(\.file), [first.file, afterStep.file], "both are listed for the overlap")
+    }
+
+    func testARoundingOverlapOfAChunkFoundOnDiskIsStillSeparated() throws {
+        let catalog = try ChunkCatalog(directory: folder)
+        let known = try chunk(100_000, seconds: 2.0004)
+        catalog.add(known)
+        _ = try chunk(102_000)   // found on disk, its start truncated to the millisecond
+        catalog.reconcile { _ in 2 }
+        XCTAssertEqual(catalog.all.map(\.start), [100, known.end], "the chunk found on disk gives way")
+    }
+
+    func testWhetherTheClockWasSynchronisedIsKeptAndOlderIndexesStillRead() throws {
+        let catalog = try ChunkCatalog(directory: folder)
+        var early = try chunk(1000)
+        early.clockSynchronized = false
+        var later = try chunk(3000)
+        later.clockSynchronized = true
+        catalog.add(early); catalog.add(later)
+        XCTAssertEqual(try ChunkCatalog.readIndex(of: folder).map(\.clockSynchronized), [false, true])
+        // An index written before these fields existed.
+        let old = #"[{"end":7,"file":"chunk_5000.mp4","format":"mp4","size":100,"start":5}]"#
+        let other = folder.appendingPathComponent("old")
+        try FileManager.default.createDirectory(at: other, withIntermediateDirectories: true)
+        try Data(old.utf8).write(to: other.appendingPathComponent(ChunkCatalog.indexFileName))
+        let read = try ChunkCatalog.readIndex(of: other)
+        XCTAssertEqual(read.map(\.file), ["chunk_5000.mp4"])
+        XCTAssertNil(read[0].clockSynchronized)
+        XCTAssertNil(read[0].sequence)
     }
 }

@@ -1,6 +1,7 @@
 import XCTest
 import GStreamerSupport
 import RecorderTestSupport
+import Logging
 @testable import Recorder
 
 /// Issue 21: tearing the frame path down must never wait for a streaming
@@ -22,9 +23,9 @@ final class FramePathTeardownTests: XCTestCase {
         let source = try XCTUnwrap(pipeline.element(named: "blur_out").flatMap(AppSource.init))
         let path = FramePath(sink: sink, source: source, processor: PassThroughProcessor())
         // A chunk every 100 ms: keyframe requests keep coming from the pushing thread.
-        path.chunkCuts = ChunkCuts(lengthMs: 100)
+        path.chunkCuts = ChunkCuts(lengthMs: 100, wallClock: WallClock(syncFlag: nil, logger: Logger(label: "test")))
         path.start()
-        pipeline.useRealtimeClock()
+        pipeline.useMonotonicClock()
         XCTAssertTrue(pipeline.setState(.playing))
         let deadline = Date().addingTimeInterval(20)
         while path.statistics.recorded < 15, Date() < deadline { usleep(20_000) }

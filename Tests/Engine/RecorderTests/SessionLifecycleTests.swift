@@ -40,7 +40,9 @@ final class SessionLifecycleTests: XCTestCase {
         let processor = RecordingProcessor()
         let worker = DispatchQueue(label: "test.worker")
         let session = RecordingSession(loaded: loaded, storage: storage.url, settings: ChunkSettings(config.tuning),
-                                       frameTimeout: 5, processor: processor, worker: worker, logger: Logger(label: "test"))
+                                       frameTimeout: 5, processor: processor,
+                                       wallClock: WallClock(syncFlag: nil, logger: Logger(label: "test")), worker: worker,
+                                       logger: Logger(label: "test"))
         XCTAssertThrowsError(try session.start())
         worker.sync {}
         XCTAssertEqual(processor.closes.count, 1, "the processor is closed when the start fails")

@@ -170,3 +170,10 @@ public func testAsset(_ name: String) throws -> URL {
 }
 
 public var faceModelPath: String { repositoryRoot.appendingPathComponent("models/centerface.onnx").path }
+
+/// True when `scripts/fetch-face-model` installed the 8-bit network: it does only where the
+/// network's check passes on this machine's CPU (else it leaves `centerface-int8.onnx.rejected`
+/// and the stage runs in floating point).
+public var eightBitModelInstalled: Bool {
+    FileManager.default.fileExists(atPath: repositoryRoot.appendingPathComponent("models/centerface-int8.onnx").path)
+}

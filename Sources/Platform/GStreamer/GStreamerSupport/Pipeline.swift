@@ -48,11 +48,16 @@ public final class Pipeline: Element, @unchecked Sendable {
     /// Removes (and thereby releases the bin's reference to) an element; stop it first.
     public func remove(_ element: Element) { gst_bin_remove(bin, element.pointer) }
 
-    /// Runs the pipeline on the system clock in REALTIME mode, so that
-    /// `base_time + running_time` of a buffer is its wall-clock capture time.
-    public func useRealtimeClock() {
+    /// Runs the pipeline on the system clock in MONOTONIC mode (GStreamer's
+    /// default, set explicitly: the clock is shared by the process), so that
+    /// `base_time + running_time` of a buffer is its CLOCK_MONOTONIC capture
+    /// time, and a wall clock set back or forward neither stalls nor bursts
+    /// the live sources and sinks that wait on the clock. Not an element's
+    /// clock either (an audio source offers its own), so every run of the
+    /// pipeline measures on the same clock.
+    public func useMonotonicClock() {
         let clock = gst_system_clock_obtain()!
-        gst_util_set_object_arg(UnsafeMutableRawPointer(clock).assumingMemoryBound(to: GObject.self), "clock-type", "realtime")
+        gst_util_set_object_arg(UnsafeMutableRawPointer(clock).assumingMemoryBound(to: GObject.self), "clock-type", "monotonic")
         gst_pipeline_use_clock(UnsafeMutableRawPointer(pointer).assumingMemoryBound(to: GstPipeline.self), clock)
         gst_object_unref(UnsafeMutableRawPointer(clock))
     }

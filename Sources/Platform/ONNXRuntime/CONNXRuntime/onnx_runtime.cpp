@@ -36,9 +36,12 @@
 //   user's ~/.cache/Microsoft/DeveloperTools/.onnxruntime, uploaded to
 //   mobile.events.data.microsoft.com; process path, OS, CPU, sessions). A
 //   privacy camera must not: ORT_DISABLE_TELEMETRY=1, which the library reads
-//   when it initialises, is set before main (while the process has one thread,
-//   so no getenv races the setenv), and the environment's telemetry events are
-//   disabled through the API as well.
+//   when it initialises, is in the environment the units and scripts start the
+//   binary with, and `load` sets it just before the library is opened where it
+//   is missing (a user running the binary by hand); the environment's telemetry
+//   events are disabled through the API as well. Nothing here changes the
+//   environment before main: a constructor's setenv moves `environ`, and the
+//   static Swift runtime finds argv next to it, so the binary lost its arguments.
 // * Nothing throws across the C boundary.
 
 #include "onnx_runtime.h"
@@ -146,6 +149,9 @@ std::string failure(const Api &api, OrtStatus *status) {
 
 void load(Runtime &r, const char *library_path) {
     r.path = library_path;
+    // Set once, under the loader's once-flag, only where the environment lacks it (see the design notes).
+    const char *telemetry = getenv("ORT_DISABLE_TELEMETRY");
+    if (telemetry == nullptr || std::strcmp(telemetry, "1") != 0) setenv("ORT_DISABLE_TELEMETRY", "1", 1);
     void *handle = dlopen(library_path, RTLD_NOW | RTLD_LOCAL);
     if (handle == nullptr) { r.error = std::string("cannot load ") + library_path + ": " + dlerror(); return; }
     auto get_base = reinterpret_cast<const OrtApiBase *(*)()>(dlsym(handle, "OrtGetApiBase"));
@@ -164,10 +170,6 @@ void load(Runtime &r, const char *library_path) {
     const std::string quiet = failure(r.api, r.api.fn<OrtStatus *(*)(const OrtEnv *)>(kDisableTelemetryEvents)(r.env));
     if (!quiet.empty()) r.error = "turning ONNX Runtime's telemetry off: " + quiet;
 }
-
-// Before main, with one thread: ONNX Runtime's telemetry opt-out, for this process and any
-// child that inherits its environment (see the design notes).
-__attribute__((constructor)) void disable_onnx_runtime_telemetry() { setenv("ORT_DISABLE_TELEMETRY", "1", 1); }
 
 }  // namespace
 
