@@ -97,6 +97,10 @@ let package = Package(
         ),
         .target(name: "YuNetSupport", dependencies: ["CYuNet"], path: "Sources/Platform/LibFaceDetection/YuNetSupport"),
 
+        // argv as the kernel passed it (a setenv before main hides it from Swift's runtime).
+        .target(name: "CProcessArguments", path: "Sources/Platform/Process/CProcessArguments"),
+        .target(name: "ProcessArguments", dependencies: ["CProcessArguments"], path: "Sources/Platform/Process/ProcessArguments"),
+
         // No C module: sd_notify is a datagram to a unix socket (see SystemdNotifier), journald reads `<N>` prefixes.
         .target(name: "SystemdSupport", dependencies: [logging], path: "Sources/Platform/Systemd/SystemdSupport"),
 
@@ -148,7 +152,7 @@ let package = Package(
             name: "allspark-recorder",
             dependencies: [
                 "Console", "RecorderService", "AllSparkProtocol", "Recorder", "Storage", "RecorderCore", "GStreamerSupport",
-                "GLibSupport", "FaceBlur", "ServerLink", "SoupSupport", "Discovery", "SystemdSupport",
+                "GLibSupport", "FaceBlur", "ServerLink", "SoupSupport", "Discovery", "SystemdSupport", "ProcessArguments",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"), logging,
             ],
             path: "Sources/App/allspark-recorder"

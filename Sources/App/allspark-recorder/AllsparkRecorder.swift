@@ -3,6 +3,7 @@ import Console
 import Foundation
 import GStreamerSupport
 import Logging
+import ProcessArguments
 import Recorder
 import RecorderCore
 import SystemdSupport
@@ -25,6 +26,12 @@ struct AllsparkRecorder: ParsableCommand {
         version: ProductVersion.current,
         subcommands: [Run.self, Pair.self, SetPassword.self, CheckPipeline.self, CheckServer.self, Chunks.self, Upload.self, Blur.self, Discover.self],
         defaultSubcommand: nil)
+
+    /// Parses the arguments the kernel passed, not the runtime's view of them
+    /// (lost when anything set an environment variable before main).
+    static func main() {
+        main(ProcessArguments.afterProgramName)
+    }
 }
 
 /// Options every subcommand shares.

@@ -1,6 +1,7 @@
 import ArgumentParser
 import FaceBlur
 import Foundation
+import ProcessArguments
 import GLibSupport
 import Logging
 import RecorderCore
@@ -82,7 +83,7 @@ struct Blur: ParsableCommand {
         // No config: the defaults, with the model in the repository's models/ next to the binary's checkout,
         // or, installed from the Debian package, the one it ships.
         let document = try TOMLDocument(parsing: "[recording]\npipeline = \"unused\"", file: "(defaults)")
-        let base = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        let base = URL(fileURLWithPath: ProcessArguments.programName).resolvingSymlinksInPath()
         var folder = base.deletingLastPathComponent()
         while folder.path != "/", !FileManager.default.fileExists(atPath: folder.appendingPathComponent("models").path) {
             folder.deleteLastPathComponent()

@@ -32,11 +32,11 @@ public struct ClockStep: Equatable, Sendable, CustomStringConvertible {
 
     /// "back 1 h 0 min 0.000 s", "forward 3.250 s".
     public var description: String {
-        let magnitude = sizeNs.magnitude
-        let days = magnitude / 86_400_000_000_000
-        let hours = magnitude / 3_600_000_000_000 % 24
-        let minutes = magnitude / 60_000_000_000 % 60
-        let seconds = String(format: "%.3f s", Double(magnitude % 60_000_000_000) / 1e9)
+        let ms = (sizeNs.magnitude + 500_000) / 1_000_000   // to the millisecond shown
+        let days = ms / 86_400_000
+        let hours = ms / 3_600_000 % 24
+        let minutes = ms / 60_000 % 60
+        let seconds = String(format: "%d.%03d s", ms / 1000 % 60, ms % 1000)
         var parts: [String] = []
         if days > 0 { parts.append("\(days) d") }
         if days > 0 || hours > 0 { parts.append("\(hours) h") }

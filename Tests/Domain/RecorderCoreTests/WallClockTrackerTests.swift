@@ -33,6 +33,8 @@ final class WallClockTrackerTests: XCTestCase {
     func testStepsAreDescribedForPeople() {
         XCTAssertEqual("\(ClockStep(sizeNs: -3600 * second, noticedAtMonotonicNs: 0))", "back 1 h 0 min 0.000 s")
         XCTAssertEqual("\(ClockStep(sizeNs: 3_250_000_000, noticedAtMonotonicNs: 0))", "forward 3.250 s")
+        XCTAssertEqual("\(ClockStep(sizeNs: 90_000 * second - 400, noticedAtMonotonicNs: 0))", "forward 1 d 1 h 0 min 0.000 s",
+                       "rounded to the millisecond shown, never 59 min 60.000 s")
         XCTAssertEqual("\(ClockStep(sizeNs: 3 * 365 * 86_400 * second, noticedAtMonotonicNs: 0))", "forward 1095 d 0 h 0 min 0.000 s")
     }
 

@@ -11,9 +11,13 @@ final class ServiceProcessTests: XCTestCase {
     final class Service {
         let process = Process()
         let output = Pipe()
-        init(_ arguments: [String]) throws {
+        /// `environment` is added to this process's own.
+        init(_ arguments: [String], environment: [String: String] = [:]) throws {
             process.executableURL = URL(fileURLWithPath: recorderExecutable)
             process.arguments = arguments
+            if !environment.isEmpty {
+                process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+            }
             process.standardOutput = output
             process.standardError = output
             try process.run()
