@@ -367,6 +367,12 @@ final class ChunkSink {
         let folder = StorageFolder(storage)
         var startMs = startMs
         for _ in 0..<5 {
+            // After the wall clock was set back, an older chunk (or its companions) may carry this time already.
+            guard Self.nameIsFree(startMs, in: folder) else {
+                logger.notice("chunk_\(startMs) is taken by an earlier chunk (the wall clock was set back); naming the chunk a millisecond later")
+                startMs += 1
+                continue
+            }
             do {
                 try folder.createNew(ChunkName.partial(startMs: startMs, format: format))
                 return .success(startMs)
@@ -379,6 +385,13 @@ final class ChunkSink {
             }
         }
         return .failure(StorageError("every name near \(ChunkName.partial(startMs: startMs, format: format)) is taken", code: EEXIST))
+    }
+
+    /// No finished chunk of either container and none of their companions carries `startMs`.
+    static func nameIsFree(_ startMs: Int64, in folder: StorageFolder) -> Bool {
+        let names = VideoFormat.allCases.map { ChunkName.final(startMs: startMs, format: $0) }
+            + Companion.candidates(forChunkStartingAt: startMs).map(\.file)
+        return names.allSatisfy { folder.entry($0) == .missing }
     }
 
     /// Handles splitmuxsink's element messages: a chunk closed, or one whose file could not be created started.
