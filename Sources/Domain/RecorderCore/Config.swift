@@ -107,9 +107,9 @@ public struct RecorderConfig: Equatable, Sendable {
         /// What runs CenterFace: "auto" (ONNX Runtime where installed, else
         /// OpenCV DNN), "onnxruntime" or "opencv".
         public var runtime: String = "auto"
-        /// Which searches run CenterFace in 8-bit integers: "auto" (tiles and
-        /// follows, where ONNX Runtime and the quantised model are installed)
-        /// or "float" (none).
+        /// Which searches run CenterFace in 8-bit integers: "auto" (follows,
+        /// where ONNX Runtime and the quantised model, accepted on this CPU,
+        /// are installed) or "float" (none).
         public var precision: String = "auto"
         /// Live: how much the spare-time tiles are enlarged (searched only
         /// with CPU the machine leaves idle; 0: none).

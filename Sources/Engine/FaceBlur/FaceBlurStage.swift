@@ -257,12 +257,22 @@ public final class FaceBlurStage: FrameProcessor {
     public let settings: FaceBlurSettings
     private let realTime: Bool
     private let logger: Logger
-    /// Each detection thread's detectors: CenterFace for every search (in
-    /// 8-bit integers screened by the float network where installed, else in
-    /// floating point), and YuNet when follows run on it first.
+    /// Each detection thread's detectors: CenterFace in floating point for
+    /// whole frames and tiles; for follows in 8-bit integers screened by the
+    /// float network where that network is installed (else in floating point
+    /// too); and YuNet when follows run on it first. Measured on both halves
+    /// of the corpus (bench/centerface_recall.py): 8 bits lose faces in tiles
+    /// that the float network is sure of, on faces the calibration never saw,
+    /// but not in follow squares.
     private struct Detectors {
         var centerFace: any FaceDetecting
+        var follows: any FaceDetecting
         var yuNet: (any FaceDetecting)?
+
+        func centerFace(for kind: DetectionPlanner.Kind) -> any FaceDetecting {
+            if case .follow = kind { return follows }
+            return centerFace
+        }
     }
     private let detectors: [Detectors]
     /// The spare-time thread's detector (`spareTileScale`, live only).
@@ -404,7 +414,7 @@ public final class FaceBlurStage: FrameProcessor {
             switch (settings.precision, quantized) {
             case (.float, _): logger.info("face detection runs in floating point (privacy.precision = \"float\")")
             case (_, nil): logger.info("face detection runs in floating point: \(FaceDetector.quantizedModelName) is not installed beside the model, or ONNX Runtime is not used")
-            case (_, .some): logger.info("face detection runs on \(FaceDetector.quantizedModelName) (8-bit integers; what it is unsure of searched again in floating point)")
+            case (_, .some): logger.info("face detection runs in floating point, follows on \(FaceDetector.quantizedModelName) (8-bit integers; what it is unsure of searched again in floating point)")
             }
         }
         let screened: (any FaceDetecting) throws -> any FaceDetecting = { float in
@@ -418,10 +428,10 @@ public final class FaceBlurStage: FrameProcessor {
             // A test that asks for YuNet with its own detector gets that detector for it too.
             let yuNet: (any FaceDetecting)? = settings.followNetwork != .yuNet ? nil
                 : makeDetector != nil ? float : try YuNetDetector(libraryPath: yuNetPath)
-            return Detectors(centerFace: try screened(float), yuNet: yuNet)
+            return Detectors(centerFace: float, follows: try screened(float), yuNet: yuNet)
         }
         // Spare-time tiles are CenterFace searches only.
-        spareDetectors = try spareTime ? Detectors(centerFace: try screened(make(settings)), yuNet: nil) : nil
+        spareDetectors = try spareTime ? try { let float = try make(settings); return Detectors(centerFace: float, follows: float, yuNet: nil) }() : nil
         runningWorkers = detectors.count + (spareDetectors == nil ? 0 : 1)
         for (i, detector) in detectors.enumerated() {
             start("face-detection-\(i + 1)") { [weak self] in self?.detectionLoop(detector) }
@@ -935,7 +945,7 @@ public final class FaceBlurStage: FrameProcessor {
             try job.luma.withUnsafeBufferPointer { luma in
                 let whole = FaceRect(x: 0, y: 0, width: Double(job.width), height: Double(job.height))
                 let onCenterFace = {
-                    try detectors.centerFace.detect(luma: luma.baseAddress!, width: job.width, height: job.height, stride: job.width,
+                    try detectors.centerFace(for: job.pass.kind).detect(luma: luma.baseAddress!, width: job.width, height: job.height, stride: job.width,
                                                     region: whole, input: job.pass.input, keepAspect: job.pass.keepAspect,
                                                     threshold: self.settings.threshold)
                 }

@@ -132,7 +132,7 @@ final class BlurCommandTests: XCTestCase {
                                  environment: environment)
         XCTAssertEqual(result.status, 0, result.output)
         // It searched on the 8-bit network where fetch-face-model installed it, else in floating point.
-        XCTAssertTrue(result.output.contains(eightBitModelInstalled ? "face detection runs on centerface-int8.onnx"
+        XCTAssertTrue(result.output.contains(eightBitModelInstalled ? "follows on centerface-int8.onnx"
                                                                     : "face detection runs in floating point"), result.output)
         let left = FileManager.default.enumerator(atPath: home.path)?.allObjects.compactMap { $0 as? String } ?? []
         XCTAssertFalse(left.contains { $0.contains("Microsoft") || $0.contains("onnxruntime") }, "written to the user's home: \(left)")
