@@ -8,7 +8,9 @@ each costs on this CPU.
 Variants, each calibrated on the tuning half only (bench/corpus/README.md), except the first:
   bench-photos       uint8 x int8, calibrated on the eight bench photos (what fetch-face-model made before)
   int8               uint8 x int8, calibrated on the tuning half, lit and blurred variants included
-  int8-reduce-range  the same with 7-bit weights (no uint8 x int8 saturation on x86 without VNNI)
+  int8-reduce-range  the same with 7-bit weights (no uint8 x int8 saturation on x86 without VNNI):
+                     what fetch-face-model makes, chosen on the tuning half (fewest faces lost there
+                     of the variants faster than float)
   uint8              uint8 x uint8 weights (no saturation either; other kernels)
 Recall is scripts/quantize_face_model.py's: on the whole frame (640 wide), four tiles (736 x 608) and
 a follow square (96 x 96) on each face, every heatmap peak of 0.5 or more in float ("sure") must score

@@ -1,11 +1,13 @@
 """CenterFace quantised to 8-bit integers, for the privacy stage's follows.
 
-  quantize_face_model.py FLOAT_MODEL OUT_MODEL --calibrate FILE... --validate FILE... [--weights int8|uint8] [--reduce-range]
+  quantize_face_model.py FLOAT_MODEL OUT_MODEL --calibrate FILE... --validate FILE... [--weights int8|uint8] [--full-range]
 
 FLOAT_MODEL is centerface-dynamic.onnx (scripts/fetch-face-model writes it). It is brought to
 opset 13 (per-channel weights need it) and quantised statically with ONNX Runtime's quantiser:
-QDQ, weights per channel (int8, or uint8 with --weights uint8), activations as uint8, their
-ranges the minimum and maximum seen on the --calibrate files (photos, or frames of videos) cut
+QDQ, weights per channel as 7-bit values in int8 (reduced range: without it uint8 x int8 products
+saturate on x86 without VNNI, which lost twice as many of the tuning half's faces; --full-range
+uses all 8 bits, --weights uint8 unsigned weights), activations as uint8, their ranges the
+minimum and maximum seen on the --calibrate files (photos, or frames of videos) cut
 as the stage cuts its searches and varied as a camera varies them: a whole frame 640 wide, tiles
 736 x 608, follow squares of 96 x 96, each also at half the light (dusk) and blurred (motion).
 These are the tuning half of the corpus (bench/corpus/README.md) and the bench's own photos.
@@ -20,7 +22,7 @@ their counts are printed too.) When the 8-bit
 network fails that, OUT_MODEL is not written and the exit status is 3 (the stage then runs in
 floating point); any other failure exits 1. The check runs on this CPU because the 8-bit kernels
 differ by CPU: on x86 without VNNI, uint8 x int8 products saturate, and a model that passes on a
-VNNI machine loses faces there (--reduce-range or --weights uint8 avoid that, at a cost).
+VNNI machine loses faces there.
 
 The result depends on the inputs (the float model, the files, the pinned package versions that
 scripts/fetch-face-model installs) and, in the last bits of the ranges, on the CPU's float
@@ -263,13 +265,13 @@ def main(argv):
     parser.add_argument("--calibrate", nargs="+", required=True, help="tuning half: photos and videos")
     parser.add_argument("--validate", nargs="+", required=True, help="validation half: photos and videos")
     parser.add_argument("--weights", choices=["int8", "uint8"], default="int8")
-    parser.add_argument("--reduce-range", action="store_true")
+    parser.add_argument("--full-range", action="store_true", help="8-bit weights (saturate on x86 without VNNI)")
     args = parser.parse_args(argv)
     tuning = [p for path in args.calibrate for p in frames(path)]
     inputs = calibration_inputs(tuning)
     with tempfile.TemporaryDirectory() as work:
         quantized = os.path.join(work, "int8.onnx")
-        quantize(args.float_model, quantized, inputs, args.weights, args.reduce_range)
+        quantize(args.float_model, quantized, inputs, args.weights, reduce_range=not args.full_range)
         validation = [(os.path.basename(path), p) for path in args.validate for p in frames(path)]
         result = recall(session(args.float_model), session(quantized), validation)
         counts = ", ".join(f"{kind}: {result.missed.get(kind, 0)} of {result.sure.get(kind, 0)} missed, "
