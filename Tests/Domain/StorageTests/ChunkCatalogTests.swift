@@ -133,23 +133,7 @@ final class ChunkCatalogTests: XCTestCase {
 /// The wall clock can be set back while recording: the catalog keeps the
 /// order chunks were recorded in, keeps real overlaps, and retention goes by
 /// recording order, not by the times in the names.
-final class ChunkCatalogClockStepTests: XCTestCase {
-    var folder: URL!
-
-    override func setUpWithError() throws {
-        folder = FileManager.default.temporaryDirectory.appendingPathComponent("cat-step-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-    }
-
-    override func tearDown() { try? FileManager.default.removeItem(at: folder) }
-
-    func chunk(_ startMs: Int64, seconds: Double = 2, size: Int = 100) throws -> ChunkRecord {
-        let name = ChunkName.final(startMs: startMs, format: .mp4)
-        try Data(count: size).write(to: folder.appendingPathComponent(name))
-        let start = Double(startMs) / 1000
-        return ChunkRecord(file: name, start: start, end: start + seconds, size: Int64(size), format: .mp4)
-    }
-
+extension ChunkCatalogTests {
     /// Recorded in this order: two chunks, the clock set back an hour, two more (their names sort first).
     func recordedAcrossAStepBack(_ catalog: ChunkCatalog) throws -> [ChunkRecord] {
         let hour: Int64 = 3_600_000
