@@ -47,11 +47,8 @@ final class ChunkCuts: @unchecked Sendable {
     func startsChunk(at runningTime: UInt64) -> Bool {
         let (offset, step) = wallClock.observe()
         lock.lock()
-        guard let length = lengthNs else {
-            offsets.set(offset, from: runningTime)
-            lock.unlock()
-            return false
-        }
+        // No chunks are written: nothing is named, so no offset is kept (a step is still logged and counted).
+        guard let length = lengthNs else { lock.unlock(); return false }
         guard let start = chunkStart else {
             // The first frame starts the first chunk; an encoder's first frame is a keyframe anyway.
             chunkStart = runningTime
