@@ -22,6 +22,12 @@ struct Blur: ParsableCommand {
             faces found late are traced back through the frames held. Example:
               allspark-recorder blur in.mp4 out.mp4 \\
                 --set privacy.mode=fill --set privacy.threshold=0.25
+
+            To study the stage (bench/replay-corpus): --record-detections keeps every \
+            network search of a run; --replay-detections runs the stage again on those \
+            answers instead of the network, in seconds, identically offline (with --live, \
+            each answer takes as long as the search did); --hidden-regions writes what \
+            was hidden on each frame.
             """)
 
     @Argument(help: "The video to anonymise.")
@@ -38,6 +44,25 @@ struct Blur: ParsableCommand {
 
     @Flag(help: "Replace the output if it exists (never the input).")
     var force = false
+
+    @Flag(help: "Play the file in real time through the live stage, as the recorder would take it from a camera (live defaults, deadlines, late frames): what live recording would hide.")
+    var live = false
+
+    @Option(help: ArgumentHelp("Write every network search (frame, area, faces found, time) to this file, one JSON line each, to replay later.",
+                               valueName: "file"))
+    var recordDetections: String?
+
+    @Option(help: ArgumentHelp("Answer the searches from a file --record-detections wrote instead of running the network: the stage's scheduling, tracking and hiding on the same evidence, in seconds. Searches the recorded run did not make are answered from its other searches of the frame and counted.",
+                               valueName: "file"))
+    var replayDetections: String?
+
+    @Option(help: ArgumentHelp("Write the regions hidden on each frame to this file, one JSON line per frame: {\"frame\": N, \"regions\": [[x, y, width, height], ...]}.",
+                               valueName: "file"))
+    var hiddenRegions: String?
+
+    @Option(help: ArgumentHelp("Score the regions hidden against a clip's faces (a JSON file: width, height, faces per frame, as bench/live_faces.py truth writes): face-frames covered, frames hiding beyond faces.",
+                               valueName: "file"))
+    var scoreAgainst: String?
 
     @OptionGroup var common: CommonOptions
 
@@ -58,10 +83,38 @@ struct Blur: ParsableCommand {
             }
         }
         defer { interrupts.forEach { $0.cancel() } }
+        let evidence: DetectionEvidence.Role?
+        let regionLog: HiddenRegionLog?
+        let truth: HidingScore.Truth?
+        do {
+            // Side files follow the output's rules: never the input (or the output), replaced only with --force.
+            for case let (option, path?) in [("--record-detections", recordDetections), ("--hidden-regions", hiddenRegions)] {
+                if [input, output].contains(where: { OutputFile.sameFile($0, path) }) {
+                    throw ValidationError("\(option) \(path) is the same file as the input or the output")
+                }
+                if FileManager.default.fileExists(atPath: path), !force {
+                    throw ValidationError("\(option) \(path) already exists; use --force to replace it")
+                }
+            }
+            switch (recordDetections, replayDetections) {
+            case (.some, .some): throw ValidationError("--record-detections and --replay-detections exclude each other")
+            case (.some(let path), nil): evidence = .record(try DetectionEvidence.Recorder(path: path))
+            case (nil, .some(let path)): evidence = .replay(try DetectionEvidence.Replay(path: path))
+            case (nil, nil): evidence = nil
+            }
+            regionLog = try hiddenRegions.map { try HiddenRegionLog(path: $0) }
+            truth = try scoreAgainst.map { try HidingScore.Truth(path: $0) }
+        } catch { fail("\(error)") }
+        var score = HidingScore()   // (the stage's streaming thread adds to it; read after the run)
+        let observe: ((Int, [FaceRect]) -> Void)? = regionLog == nil && truth == nil ? nil : { frame, regions in
+            regionLog?.write(frame: frame, regions: regions)
+            if let truth { score.add(frame: frame, faces: truth.faces(onFrame: frame), hidden: regions, width: truth.width, height: truth.height) }
+        }
         let report: OfflineBlur.Report
         do {
-            report = try OfflineBlur.run(input: input, output: output, settings: FaceBlurSettings(privacy, offline: true),
-                                         encoderPreset: encoderPreset, force: force) { p in
+            report = try OfflineBlur.run(input: input, output: output, settings: FaceBlurSettings(privacy, offline: !live),
+                                         encoderPreset: encoderPreset, force: force, live: live, evidence: evidence,
+                                         observeHidden: observe) { p in
                 guard showProgress else { return }
                 let total = p.duration.map { String(format: " / %.1f s", $0) } ?? ""
                 let fps = p.elapsed > 0 ? Double(p.frames) / p.elapsed : 0
@@ -73,7 +126,13 @@ struct Blur: ParsableCommand {
         let summary = "\(output): \(report.framesOut) of \(report.framesIn) frames in \(String(format: "%.1f", report.seconds)) s "
             + "(\(String(format: "%.1f", report.framesPerSecond)) fps); faces hidden in \(c.framesWithFaces) frames; "
             + "\(c.wholeFramePasses) whole-frame and \(c.tilePasses) tile detections"
-        print(summary)  // user-facing
+        var details: [String] = []
+        if case .record(let recorder) = evidence { details.append("\(recorder.searches) searches recorded in \(recorder.path)") }
+        if let replayed = report.replayed {
+            details.append("\(replayed.exact) searches replayed as recorded, \(replayed.approximate) not in the record (answered from the frame's other searches)")
+        }
+        if truth != nil { details.append("\(score)") }
+        print(summary + details.map { "; " + $0 }.joined())  // user-facing
         if report.framesOut != report.framesIn { throw ExitCode(1) }
     }
 
@@ -93,5 +152,32 @@ struct Blur: ParsableCommand {
         return try ConfigLoader.make(document: document, file: "(defaults)",
                                      overrides: ["privacy.model=\(model)"] + overrides,
                                      hostName: "unused").privacy
+    }
+}
+
+/// `--hidden-regions`: each frame's hidden regions, one JSON line per frame.
+///
+/// Threading: the stage's streaming thread writes it (`observeHidden`).
+final class HiddenRegionLog {
+    private struct Line: Encodable {
+        var frame: Int
+        var regions: [[Double]]
+    }
+    private let file: FileHandle
+    private let encoder = JSONEncoder()
+
+    init(path: String) throws {
+        guard FileManager.default.createFile(atPath: path, contents: nil), let file = FileHandle(forWritingAtPath: path) else {
+            throw ValidationError("--hidden-regions \(path): cannot write it")
+        }
+        self.file = file
+        encoder.outputFormatting = .sortedKeys
+    }
+
+    deinit { try? file.close() }
+
+    func write(frame: Int, regions: [FaceRect]) {
+        let line = Line(frame: frame, regions: regions.map { [$0.x, $0.y, $0.width, $0.height].map { ($0 * 100).rounded() / 100 } })
+        if let data = try? encoder.encode(line) { file.write(data + Data("\n".utf8)) }
     }
 }

@@ -63,6 +63,12 @@ public final class OutputFile {
 
     deinit { discard() }
 
+    /// Whether two paths name the same existing file (same device and inode: hard and symbolic links too).
+    public static func sameFile(_ a: String, _ b: String) -> Bool {
+        var first = stat(), second = stat()
+        return stat(a, &first) == 0 && stat(b, &second) == 0 && first.st_dev == second.st_dev && first.st_ino == second.st_ino
+    }
+
     /// Flushes the finished temporary file and moves it to the final name:
     /// over an existing file only with `force`, otherwise never replacing
     /// one that appeared meanwhile.

@@ -275,6 +275,8 @@ public final class FaceBlurStage: FrameProcessor {
         }
     }
     private let detectors: [Detectors]
+    private let evidence: DetectionEvidence.Role?
+    private let observeHidden: ((Int, [FaceRect]) -> Void)?
     /// The spare-time thread's detector (`spareTileScale`, live only).
     private let spareDetectors: Detectors?
     private let spareCPU: SpareCPU
@@ -380,13 +382,27 @@ public final class FaceBlurStage: FrameProcessor {
     /// CenterFace from `settings.modelPath`); tests pass a wrapped one.
     /// `metrics`: where the stage's counters and detection times go (the
     /// service's Prometheus registry); none for the offline `blur` command.
+    /// `evidence`: every network search written to a record, or answered
+    /// from one instead of the network (`DetectionEvidence`: no model is
+    /// loaded then). `observeHidden`: told each frame's index and the
+    /// regions hidden on it as it leaves (streaming thread, under the
+    /// stage's lock: keep it short).
     public init(settings: FaceBlurSettings, realTime: Bool, logger: Logger = Logger(label: "allspark.faceblur"),
                 metrics: MetricsFactory = NOOPMetricsHandler.instance, spareCPU: SpareCPU = .measured,
+                evidence: DetectionEvidence.Role? = nil,
+                observeHidden: ((_ frame: Int, _ regions: [FaceRect]) -> Void)? = nil,
                 makeDetector: ((FaceBlurSettings) throws -> any FaceDetecting)? = nil) throws {
         self.settings = settings
         self.realTime = realTime
         self.spareCPU = spareCPU
         self.logger = logger
+        self.evidence = evidence
+        self.observeHidden = observeHidden
+        var makeDetector = makeDetector
+        if case .replay(let replay) = evidence {
+            logger.info("face detection replays \(replay.path): no network runs")
+            makeDetector = { _ in NoNetwork() }
+        }
         self.metrics = StageMetrics(factory: metrics)
         // The detection threads load and drop networks whose activations are
         // tens of MB, and free on one thread what another allocated: with
@@ -421,12 +437,14 @@ public final class FaceBlurStage: FrameProcessor {
             guard let quantized else { return float }
             return ScreenedDetector(screen: try FaceDetector(sharing: quantized), reference: float)
         }
+        // A replay's answers are final: a follow is not searched again on another network.
+        let isReplay = if case .replay = evidence { true } else { false }
         let yuNetPath = settings.yuNetLibraryPath
             ?? ((settings.modelPath as NSString).deletingLastPathComponent as NSString).appendingPathComponent(YuNetDetector.libraryName)
         detectors = try (0..<workers).map { _ in
             let float = try make(settings)
             // A test that asks for YuNet with its own detector gets that detector for it too.
-            let yuNet: (any FaceDetecting)? = settings.followNetwork != .yuNet ? nil
+            let yuNet: (any FaceDetecting)? = settings.followNetwork != .yuNet || isReplay ? nil
                 : makeDetector != nil ? float : try YuNetDetector(libraryPath: yuNetPath)
             return Detectors(centerFace: float, follows: try screened(float), yuNet: yuNet)
         }
@@ -716,6 +734,7 @@ public final class FaceBlurStage: FrameProcessor {
                 let speed = planner!.frame(first.index)?.cameraSpeed ?? 0
                 logger.trace("frame \(first.index) at \(first.time / 1_000_000) ms: hiding \(hidden), \(unconfirmed.count) unconfirmed runs, camera \(speed > DetectionPlanner.stillCameraSpeed ? "moving" : "still") (\(String(format: "%.1f", speed)) px)")
             }
+            observeHidden?(first.index, faces + unconfirmed)
             ready.append((first.sample, .hide(faces: faces, unconfirmed: unconfirmed, cell: cell)))
             if planner!.oldest?.index == first.index { planner!.removeOldest() }
         }
@@ -940,6 +959,14 @@ public final class FaceBlurStage: FrameProcessor {
         if let found = matchTemplate(job) {
             return Outcome(job: job, template: found, seconds: Double(Self.now() - started) / 1e9)
         }
+        if case .replay(let replay) = evidence {
+            let (faces, seconds) = replay.answer(job.pass)
+            // Live, the answer takes as long as the search did (a relative sleep: a wall-clock step does not stretch it).
+            if realTime, seconds > 0 { Thread.sleep(forTimeInterval: seconds) }
+            let (ox, oy) = (job.pass.region.x, job.pass.region.y)
+            let local = faces.map { FaceDetection(rect: $0.rect.offsetBy(dx: -ox, dy: -oy), score: $0.score) }
+            return Outcome(job: job, result: .success(local), seconds: seconds)
+        }
         var retried = false
         let result: Result<[FaceDetection], Error> = Result {
             try job.luma.withUnsafeBufferPointer { luma in
@@ -966,6 +993,11 @@ public final class FaceBlurStage: FrameProcessor {
         }
         let elapsed = Self.now() - started
         metrics.detection(job.pass.kind).recordNanoseconds(Int64(elapsed))
+        if case .record(let recorder) = evidence, case .success(let faces) = result {
+            let (ox, oy) = (job.pass.region.x, job.pass.region.y)
+            recorder.record(DetectionEvidence.Search(job.pass, faces: faces.map { FaceDetection(rect: $0.rect.offsetBy(dx: ox, dy: oy), score: $0.score) },
+                                                     seconds: Double(elapsed) / 1e9))
+        }
         return Outcome(job: job, result: result, retried: retried, seconds: Double(elapsed) / 1e9)
     }
 

@@ -14,6 +14,8 @@ public enum OfflineBlur {
         public var framesOut: Int
         public var seconds: Double
         public var counters: FaceBlurStage.Counters
+        /// A replay's searches, answered exactly and approximately (`DetectionEvidence.Replay`).
+        public var replayed: DetectionEvidence.Replay.Counts?
         public var framesPerSecond: Double { seconds > 0 ? Double(framesOut) / seconds : 0 }
     }
 
@@ -44,10 +46,16 @@ public enum OfflineBlur {
     /// The output is written to a hidden temporary file beside it and moved
     /// to its name only once complete and playable (see `OutputFile`): the
     /// input is never opened for writing, and an existing output is replaced
-    /// only with `force`. `makeDetector`: as for `FaceBlurStage` (tests).
+    /// only with `force`. `live`: the file plays in real time through the
+    /// live stage, as the recorder would take it from a camera (deadlines,
+    /// late frames, templates, spare-time tiles; `settings` should be live
+    /// ones), to see or replay what live recording does to a clip.
+    /// `evidence`, `observeHidden` and `makeDetector`: as for `FaceBlurStage`.
     public static func run(input: String, output: String, settings: FaceBlurSettings,
-                           encoderPreset: String = "ultrafast", force: Bool = false,
+                           encoderPreset: String = "ultrafast", force: Bool = false, live: Bool = false,
                            logger: Logger = Logger(label: "allspark.blur"),
+                           evidence: DetectionEvidence.Role? = nil,
+                           observeHidden: ((_ frame: Int, _ regions: [FaceRect]) -> Void)? = nil,
                            progress: ((Progress) -> Void)? = nil,
                            makeDetector: ((FaceBlurSettings) throws -> any FaceDetecting)? = nil) throws -> Report {
         guard FileManager.default.isReadableFile(atPath: input) else {
@@ -82,9 +90,10 @@ public enum OfflineBlur {
               let sourceElement = pipeline.element(named: "blur_out"), let source = AppSource(sourceElement) else {
             throw GStreamerError("cannot build the blur pipeline")
         }
-        let stage = try FaceBlurStage(settings: settings, realTime: false, logger: logger, makeDetector: makeDetector)
+        let stage = try FaceBlurStage(settings: settings, realTime: live, logger: logger, evidence: evidence,
+                                      observeHidden: observeHidden, makeDetector: makeDetector)
         let path = FramePath(sink: sink, source: source, processor: stage)
-        path.start(realTime: false)
+        path.start(realTime: live)
 
         let started = Date()
         do {
@@ -112,7 +121,9 @@ public enum OfflineBlur {
         }
         let seconds = Date().timeIntervalSince(started)
         let stats = path.statistics
-        return Report(framesIn: stats.captured, framesOut: stats.recorded, seconds: seconds, counters: stage.counters)
+        var replayed: DetectionEvidence.Replay.Counts?
+        if case .replay(let replay) = evidence { replayed = replay.counts }
+        return Report(framesIn: stats.captured, framesOut: stats.recorded, seconds: seconds, counters: stage.counters, replayed: replayed)
     }
 
     /// The input's audio, read a second time from the file (audio has no

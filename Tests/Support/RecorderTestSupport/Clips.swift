@@ -160,6 +160,15 @@ public func meanDifference(_ a: RawImage, _ b: RawImage, excluding rects: [Rect]
     return n > 0 ? Double(sum) / Double(n) : 0
 }
 
+/// A file of the evaluation corpus (bench/corpus; scripts/fetch-corpus, which `scripts/setup --tests` runs).
+public func corpusFile(_ name: String) throws -> String {
+    let path = repositoryRoot.appendingPathComponent("corpus/\(name)").path
+    guard FileManager.default.fileExists(atPath: path) else {
+        throw GStreamerError("\(path) is missing: run scripts/fetch-corpus (scripts/setup --tests does)")
+    }
+    return path
+}
+
 /// The real test images (scripts/fetch-test-assets).
 public func testAsset(_ name: String) throws -> URL {
     let url = repositoryRoot.appendingPathComponent("test-assets/\(name)")
