@@ -190,7 +190,9 @@ let package = Package(
                     path: "Tests/Engine/RecorderTests"),
         .testTarget(name: "FaceBlurTests",
                     dependencies: ["FaceBlur", "Recorder", "RecorderCore", "GStreamerSupport", "GLibSupport", "RecorderTestSupport", logging],
-                    path: "Tests/Engine/FaceBlurTests"),
+                    path: "Tests/Engine/FaceBlurTests",
+                    // Recorded detections and faces of the corpus videos, read from the checkout (CorpusReplayTests).
+                    exclude: ["Replays"]),
         .testTarget(name: "ServerLinkTests",
                     dependencies: ["ServerLink", "ServerLinkTesting", "AllSparkProtocol", "SoupSupport", "Recorder", "Storage",
                                    "RecorderCore", "GLibSupport", "RecorderTestSupport", logging],

@@ -60,7 +60,7 @@ struct Blur: ParsableCommand {
                                valueName: "file"))
     var hiddenRegions: String?
 
-    @Option(help: ArgumentHelp("Score the regions hidden against a clip's faces (a JSON file: width, height, faces per frame, as bench/live_faces.py truth writes): face-frames covered, frames hiding beyond faces.",
+    @Option(help: ArgumentHelp("Score the regions hidden against a clip's faces (a JSON file: width, height, faces per frame, as bench/video_faces.py writes): face-frames covered, frames hiding beyond faces.",
                                valueName: "file"))
     var scoreAgainst: String?
 

@@ -86,7 +86,7 @@ public struct HidingScore: Equatable, Sendable, CustomStringConvertible {
             && a.beyondShareSum == b.beyondShareSum
     }
 
-    /// A clip's faces, frame by frame (bench/live_faces.py writes it: `truth`).
+    /// A clip's faces, frame by frame (bench/video_faces.py and bench/live_faces.py write it).
     public struct Truth: Decodable, Sendable {
         public var width: Int
         public var height: Int

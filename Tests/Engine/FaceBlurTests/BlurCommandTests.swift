@@ -110,6 +110,43 @@ final class BlurCommandTests: XCTestCase {
         XCTAssertEqual(names(), ["in.mp4", "new.mov", "out.mp4"], "no temporary file left behind")
     }
 
+    /// The study files (`--record-detections`, `--hidden-regions`) follow the output's rules: never
+    /// the input, never an existing file without --force; a replay of them names what is wrong.
+    func testRecordsAndReplaysDetectionsWithoutTouchingTheUsersFiles() throws {
+        let input = try place(Self.shortClip, as: "in.mp4")
+        let record = folder.file("searches.jsonl"), regions = folder.file("regions.jsonl")
+        let intoInput = try blur([input.path, folder.file("a.mp4").path, "--record-detections", input.path, "--force"])
+        XCTAssertNotEqual(intoInput.status, 0)
+        XCTAssertTrue(intoInput.output.contains("--record-detections \(input.path) is the same file as the input or the output"), intoInput.output)
+        XCTAssertEqual(try Data(contentsOf: input), Self.shortClip)
+
+        let precious = Data("kept".utf8)
+        try precious.write(to: regions)
+        let existing = try blur([input.path, folder.file("a.mp4").path, "--hidden-regions", regions.path])
+        XCTAssertNotEqual(existing.status, 0)
+        XCTAssertTrue(existing.output.contains("--hidden-regions \(regions.path) already exists; use --force to replace it"), existing.output)
+        XCTAssertEqual(try Data(contentsOf: regions), precious)
+
+        let recorded = try blur([input.path, folder.file("a.mp4").path, "--record-detections", record.path, "--hidden-regions", regions.path, "--force"])
+        XCTAssertEqual(recorded.status, 0, recorded.output)
+        let searches = try String(contentsOf: record, encoding: .utf8).split(separator: "\n")
+        XCTAssertTrue(recorded.output.contains("; \(searches.count) searches recorded in \(record.path)"), recorded.output)
+        XCTAssertGreaterThanOrEqual(searches.count, 3, "offline, the whole frame is searched every 4 frames while it changes")
+        XCTAssertEqual(try String(contentsOf: regions, encoding: .utf8).split(separator: "\n").count, 10, "a line per frame")
+
+        let replayed = try blur([input.path, folder.file("b.mp4").path, "--replay-detections", record.path, "--config", "/nonexistent.toml"])
+        XCTAssertNotEqual(replayed.status, 0, "--config is still read")
+        let again = try blur([input.path, folder.file("b.mp4").path, "--replay-detections", record.path, "--set", "privacy.model=/no/model.onnx"])
+        XCTAssertEqual(again.status, 0, "no model is needed to replay: \(again.output)")
+        XCTAssertTrue(again.output.contains("; \(searches.count) searches replayed as recorded, 0 not in the record"), again.output)
+
+        try (searches.map(String.init) + ["{\"frame\": 1}"]).joined(separator: "\n").write(to: record, atomically: true, encoding: .utf8)
+        let broken = try blur([input.path, folder.file("c.mp4").path, "--replay-detections", record.path])
+        XCTAssertNotEqual(broken.status, 0)
+        XCTAssertTrue(broken.output.contains("\(record.path):\(searches.count + 1): not a recorded search (no \""), broken.output)
+        XCTAssertFalse(names().contains("c.mp4"))
+    }
+
     /// ONNX Runtime's official builds collect telemetry on Linux too: a device id and an event
     /// cache in the user's ~/.cache/Microsoft, uploaded to Microsoft. The recorder turns it off
     /// itself, whatever environment it was started in, so the detector leaves nothing in the

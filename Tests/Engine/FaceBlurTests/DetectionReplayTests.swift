@@ -101,12 +101,12 @@ final class DetectionReplayTests: XCTestCase {
         XCTAssertEqual(recorded, replayed)
         XCTAssertTrue(recorded.allSatisfy { !$0.isEmpty }, "her face is hidden on every frame")
     }
+}
 
-    /// What `blur` runs with when no config is given (config/default.toml's defaults, offline).
-    func blurSettings() throws -> FaceBlurSettings {
-        let document = try TOMLDocument(parsing: "[recording]\npipeline = \"unused\"", file: "(defaults)")
-        let config = try ConfigLoader.make(document: document, file: "(defaults)", overrides: ["privacy.model=\(faceModelPath)"],
-                                           hostName: "test")
-        return FaceBlurSettings(config.privacy, offline: true)
-    }
+/// What `blur` runs with when no config is given (config/default.toml's defaults, offline).
+func blurSettings() throws -> FaceBlurSettings {
+    let document = try TOMLDocument(parsing: "[recording]\npipeline = \"unused\"", file: "(defaults)")
+    let config = try ConfigLoader.make(document: document, file: "(defaults)", overrides: ["privacy.model=\(faceModelPath)"],
+                                       hostName: "test")
+    return FaceBlurSettings(config.privacy, offline: true)
 }
