@@ -72,13 +72,6 @@ public struct FaceTracker {
         /// its nearest sighting, not united with where the sightings' motion led when the searches
         /// gave up. Off: that union (the regions of before).
         public var goneUnderMovingCameraAtSighting = true
-        /// Between two sightings of clearly different sizes under a still camera, the face is on the
-        /// line between them in a box that holds either (`holdingEither`). Off: the union of the two
-        /// (the regions of before).
-        public var partialSightingsAlongLine = true
-        /// A face's own motion is also read from sightings spanning less than `steadyMotionSpan`
-        /// when it moved clearly along them (`clearMotion`). Off: only from the longer stretch.
-        public var clearShortMotion = true
         /// The most a face's hold is stretched by the time the camera kept it out of the picture
         /// (`holdWhileOutOfSight`): no search can look for it there, so not finding it says
         /// nothing. On the moving clip a face the camera carried out through the left edge came
@@ -86,10 +79,6 @@ public struct FaceTracker {
         /// the detector) for a second and a half more, when its hold had run out. Zero: a hold
         /// of `holdNs` from the last sighting wherever the face was (as before).
         public var maxHeldOutOfSightNs: UInt64 = 3_000_000_000
-        /// A face held past `holdNs` only because the camera kept it out of sight stops being
-        /// hidden once another track is seen where it is held (`isFoundAgain`). Off: held, with
-        /// its grown region, for as long as the stretch lasts.
-        public var heldFaceFoundAgainEndsHold = true
         public init() {}
     }
 
@@ -374,26 +363,6 @@ public struct FaceTracker {
         }
     }
 
-    /// Whether `track`, at `time` held past its plain hold only because the camera kept it out of
-    /// sight, has had its face found again since where it is held: another track was seen, after
-    /// this one's last sighting and by `time`, nearer to it than `foundAgainDistance`. That track
-    /// hides the face with a box that fits it; this one's region, grown for the time the face was
-    /// lost, hid the picture around it. (The moving clip: a face the camera carried out through
-    /// the left edge and brought back zoomed in was found again by a new track, and the held
-    /// region, 2.6 times the face, hid the picture around it for a third of a second.)
-    private func isFoundAgain(_ track: Track, by time: UInt64) -> Bool {
-        guard let last = track.observations.last, plainHoldEnd(track) < time else { return false }
-        return tracks.contains { other in
-            other.id != track.id && other.observations.contains {
-                $0.time > last.time && $0.time <= time && Self.distance($0.rect, last.rect) < Self.foundAgainDistance
-            }
-        }
-    }
-
-    /// How near (centre distance in face sizes, sizes within 2×) a sighting must be to a held
-    /// face for that face to count as found again: overlapping it by most of its size.
-    static let foundAgainDistance = 0.5
-
     /// Forgets tracks whose hold ended before `time`; returns their ids.
     @discardableResult
     public mutating func prune(now time: UInt64) -> [Int] {
@@ -439,7 +408,6 @@ public struct FaceTracker {
         tracks.compactMap { track -> Hidden? in
             guard let first = track.observations.first, let last = track.observations.last else { return nil }
             if time + settings.lookAheadNs < first.time || time > holdEnd(track) { return nil }
-            if settings.heldFaceFoundAgainEndsHold, isFoundAgain(track, by: time) { return nil }
             guard let (face, region) = hiddenRegion(track, at: time, speed: settings.motion, maxGrowth: settings.maxMotionGrowth,
                                                     knownMotionSpeed: settings.knownMotionGrowth) else { return nil }
             let beyond = time < first.time ? first.rect : time > last.time ? last.rect : nil
@@ -504,19 +472,6 @@ public struct FaceTracker {
     static let sameSizeRatio = 1.25
     static let leapAllowance = 0.5
 
-    /// Sightings of clearly different sizes: one is likely a partial box (part of the face found, a
-    /// template fitted to part of it, or a face cut by the picture's edge), which lies somewhere
-    /// inside the whole face. A box of the larger size, grown by half the difference in size on each
-    /// side, holds the whole face wherever the partial box sat in it; placed on the line between
-    /// the sightings' centres, it follows a walker between them, where their union spanned the
-    /// whole stretch (the fixed clip: a fast walker cut by a passer-by and then by the edge,
-    /// sighted 10 frames apart, hid a 500 px strip of the street).
-    static func holdingEither(_ a: FaceRect, _ b: FaceRect, around center: (x: Double, y: Double)) -> FaceRect {
-        let (w, h) = (max(a.width, b.width), max(a.height, b.height))
-        let width = w + (w - min(a.width, b.width)), height = h + (h - min(a.height, b.height))
-        return FaceRect(x: center.x - width / 2, y: center.y - height / 2, width: width, height: height)
-    }
-
     /// Whether two sightings of a track are further apart (centres, in face
     /// sizes) than a face moves in the time between them, and by more than
     /// the detector's jitter (half a face size).
@@ -548,32 +503,15 @@ public struct FaceTracker {
     }
 
     /// The sighting a face's motion at one end of its sightings is read against: the nearest one at
-    /// least `steadyMotionSpan.lowerBound` after the first (or before the last), within its upper
-    /// bound. Sightings spanning less than that still show a motion when, between the end and the
-    /// sighting furthest from it, the face moved at least `clearMotion` face sizes (`clearShortMotion`).
+    /// least `steadyMotionSpan.lowerBound` after the first (or before the last), within its upper bound.
     private func motionPartner(_ list: [Observation], fromFirst: Bool) -> Observation? {
         guard let end = fromFirst ? list.first : list.last else { return nil }
         let span = Self.steadyMotionSpan
         let apart = { (o: Observation) in o.time > end.time ? o.time - end.time : end.time - o.time }
-        if let other = fromFirst ? list.first(where: { $0.time >= end.time + span.lowerBound })
-            : list.last(where: { $0.time + span.lowerBound <= end.time }) {
-            return apart(other) <= span.upperBound ? other : nil
-        }
-        guard settings.clearShortMotion, let far = fromFirst ? list.last : list.first, apart(far) >= Self.shortestMotionSpan
-        else { return nil }
-        let size = max(end.rect.width, end.rect.height, far.rect.width, far.rect.height)
-        let (dx, dy) = (far.rect.center.x - end.rect.center.x, far.rect.center.y - end.rect.center.y)
-        return (dx * dx + dy * dy).squareRoot() >= Self.clearMotion * size ? far : nil
+        guard let other = fromFirst ? list.first(where: { $0.time >= end.time + span.lowerBound })
+            : list.last(where: { $0.time + span.lowerBound <= end.time }) else { return nil }
+        return apart(other) <= span.upperBound ? other : nil
     }
-
-    /// How far, in face sizes, a face must have moved over sightings spanning less than
-    /// `steadyMotionSpan`'s lower bound for that motion to be its own: many times the detector's
-    /// jitter of a few pixels. A walker crossing fast, close to the camera, is often seen for only a
-    /// few frames between a passer-by and the edge; held still where it was lost, it hid the edge
-    /// of the picture for most of a second after it had left (the fixed clip).
-    static let clearMotion = 0.5
-    /// The shortest stretch of sightings such a motion is read from (two frames at 30 fps).
-    static let shortestMotionSpan: UInt64 = 60_000_000
 
     /// Where the face is between the nearest sightings before and after `time`
     /// (or, on one side only, the sighting united with where its motion leads),
@@ -595,21 +533,18 @@ public struct FaceTracker {
         let leaps = settings.growsByFaceSize && (pair.map { isImplausibleLeap($0.0, $0.1) } ?? false)
         var motionKnown = false
         if nearest.count == 2 {
-            // Between two sightings, under a still camera, the face is where the line between them
-            // puts it (the growth below is the slack for a face that does not keep its pace); their
-            // union hid the street a walker crossed between two sightings a second apart. Under a
-            // moving camera, the sightings' places carry the camera model's error, which does not
-            // move along a line: the region spans both.
+            // Between two sightings of the same size, under a still camera, the face is where the
+            // line between them puts it (the growth below is the slack for a face that does not
+            // keep its pace); their union hid the street a walker crossed between two sightings a
+            // second apart. Under a moving camera, the sightings' places carry the camera model's
+            // error, which does not move along a line, and of two sightings of clearly different
+            // sizes one is likely a partial box somewhere inside the face: the region spans both.
             let (a, b) = (nearest[0], nearest[1])
             let alike = { (u: Double, v: Double) in max(u, v) <= Self.sameSizeRatio * min(u, v) }
             let sameSize = alike(a.rect.height, b.rect.height) && alike(a.rect.width, b.rect.width)
             let still = settings.growsByFaceSize && cameraStill(from: a.time, through: b.time)
-            let alongLine = still && (sameSize || settings.partialSightingsAlongLine)
-            if leaps || alongLine, let line = predicted(list, at: time) {
-                // Never more than their union, which the region was before: for a face standing
-                // still, found whole and then as a part, the box holding either was wider than the face.
-                let spanned = a.rect.union(b.rect)
-                base = sameSize || leaps ? line : Self.holdingEither(a.rect, b.rect, around: line.center).intersection(spanned) ?? spanned
+            if leaps || (still && sameSize), let line = predicted(list, at: time) {
+                base = line
             } else {
                 base = base.union(b.rect)
             }

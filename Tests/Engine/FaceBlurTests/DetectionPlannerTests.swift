@@ -756,21 +756,6 @@ final class DetectionPlannerTests: XCTestCase {
         XCTAssertLessThan(walker(30).maxX + grown, 0, "the test reaches frames where it is gone")
     }
 
-    /// A walker crossing fast, close to a still camera, is often seen for only a few frames between
-    /// a passer-by and the edge: too short a stretch for `steadyMotionSpan`, but its motion along
-    /// them is many times the detector's jitter (`clearMotion`). Its region leaves the picture with
-    /// it; held where it was lost, it hid the edge for most of a second after the walker had left
-    /// (the fixed clip).
-    func testAFastWalkerSeenForOnlyAFewFramesTakesItsRegionOutWithIt() throws {
-        // 40×48, walking left 8 px a frame (six face sizes a second) across the left edge: found on
-        // frames 0 to 4 (14 px of it still in the picture at the last), then not any more.
-        func walker(_ i: Int) -> FaceRect { FaceRect(x: 6 - 8 * Double(i), y: 70, width: 40, height: 48) }
-        let (p, gone) = try followUntilLost(walker, seenOn: 0...4, changing: (13, 1))
-        let grown = (p.tracker.settings.margin + p.tracker.settings.maxGoneGrowth) * 48
-        let left = checkLeaving(p, walker, from: gone, grown: grown)
-        XCTAssertGreaterThan(left, 15, "the test reaches frames where it is gone, well within the hold")
-    }
-
     /// With the camera moving, a face's motion through the scene mixes its
     /// own with the camera model's error (carried on, that error took
     /// regions off faces that stood still, on the moving clips): a face lost
