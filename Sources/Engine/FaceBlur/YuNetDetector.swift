@@ -38,9 +38,8 @@ public final class YuNetDetector: FaceDetecting {
     }
 
     /// YuNet's boxes are tighter than CenterFace's, which the tracker's
-    /// margin and the tests' face boxes are made for: on the benchmark
-    /// clips a CenterFace box is 3–11 % larger (median; up to 24 %) with the
-    /// same centre. Each side moves out by this fraction.
+    /// margin and the tests' face boxes are made for, with the same centre.
+    /// Each side moves out by this fraction.
     static let boxGrowth = 0.06
 
     public func detect(luma: UnsafePointer<UInt8>, width: Int, height: Int, stride: Int,

@@ -71,10 +71,10 @@ final class CameraModelTests: XCTestCase {
         let frames = 30
         let zoom = { (t: Double) in 1 + 0.3 * t }, roll = { (t: Double) in 0.05 * t }
         let measured = cameraMotions(frames: frames, zoom: zoom, roll: roll)
-        var s = DetectionPlanner.Settings()
-        s.tileEvery = 0
-        s.followMisses = .max
-        var p = DetectionPlanner(settings: s, tracker: FaceTracker(), width: Self.width, height: Self.height)
+        var s = PrivacyTuning.plannerTests
+        s.searches.tileEvery = 0
+        s.searches.followMisses = .max
+        var p = DetectionPlanner(tuning: s, width: Self.width, height: Self.height)
         let face = FaceRect(x: 480, y: 250, width: 40, height: 48)
         for (i, m) in measured.enumerated() {
             p.add(index: i, time: UInt64(i) * Self.frameNs, blocks: m.blocks, cameraMotion: m.motion)
@@ -99,12 +99,12 @@ final class CameraModelTests: XCTestCase {
     /// frames across: a face no longer found after the rebase (the hold covers
     /// it) stays hidden where the camera takes it, by a region that fits it.
     func testAPushInPastTwiceTheScaleRebasesTheSceneAndKeepsTheFaceHidden() {
-        var s = DetectionPlanner.Settings()
-        s.tileEvery = 0
-        s.wholeEvery = 4
-        s.followEvery = 4
+        var s = PrivacyTuning.plannerTests
+        s.searches.tileEvery = 0
+        s.searches.wholeEvery = 4
+        s.searches.followEvery = 4
         let (width, height) = (Self.width, Self.height)
-        var p = DetectionPlanner(settings: s, tracker: FaceTracker(), width: width, height: height)
+        var p = DetectionPlanner(tuning: s, width: width, height: height)
         let step = Similarity(a: 1.05, b: 0, tx: -0.05 * Double(width) / 2, ty: -0.05 * Double(height) / 2)   // 5 % a frame about the centre
         func face(at i: Int) -> FaceRect {
             var m = Similarity.identity

@@ -118,7 +118,7 @@ final class CameraMotionTests: XCTestCase {
         var moving: [Int] = []
         for i in 1..<count {
             let step = tracker.next(blocks[i]).displacement(ofX: Double(width) / 2, y: Double(height) / 2)
-            if (step.dx * step.dx + step.dy * step.dy).squareRoot() > DetectionPlanner.stillCameraSpeed { moving.append(first + i) }
+            if (step.dx * step.dx + step.dy * step.dy).squareRoot() > PrivacyTuning.live.tracking.stillCameraSpeed { moving.append(first + i) }
         }
         // At most one frame in ten (with half the patches agreeing, 37 of these 79 read as moving).
         XCTAssertLessThanOrEqual(moving.count, (count - 1) / 10, "frames read as a moving camera: \(moving)")

@@ -9,14 +9,14 @@ final class DetectionPlannerTests: XCTestCase {
     static let blocksPerRow = (width + 7) / 8, blockRows = (height + 7) / 8
 
     func planner() -> DetectionPlanner {
-        var s = DetectionPlanner.Settings()
-        s.wholeEvery = 4
-        s.tileEvery = 8
-        s.recheckEvery = 30
-        s.followEvery = 4
-        s.tileWidth = 192
-        s.tileHeight = 128
-        return DetectionPlanner(settings: s, tracker: FaceTracker(), width: Self.width, height: Self.height)
+        var s = PrivacyTuning.plannerTests
+        s.searches.wholeEvery = 4
+        s.searches.tileEvery = 8
+        s.searches.recheckEvery = 30
+        s.searches.followEvery = 4
+        s.searches.tileWidth = 192
+        s.searches.tileHeight = 128
+        return DetectionPlanner(tuning: s, width: Self.width, height: Self.height)
     }
 
     /// Block means of a flat grey picture, with `changed` blocks (column, row) brighter.
@@ -142,10 +142,10 @@ final class DetectionPlannerTests: XCTestCase {
     /// `tileScale` 1.5: tiles of two thirds the size, enlarged 1.5× for the network (faces of ~15 px become
     /// findable), still covering every pixel with neighbours overlapping by at least 64 px.
     func testEnlargedTilesCoverTheFrameInSmallerPiecesAtTheSameNetworkInput() {
-        var s = DetectionPlanner.Settings()
-        s.tileScale = 1.5
+        var s = PrivacyTuning.plannerTests
+        s.searches.tileScale = 1.5
         let (width, height) = (1280, 720)
-        var p = DetectionPlanner(settings: s, tracker: FaceTracker(), width: width, height: height)
+        var p = DetectionPlanner(tuning: s, width: width, height: height)
         let tiles = p.areas.dropFirst().map(\.rect)
         XCTAssertEqual(tiles.count, 20, "5 × 4 tiles of 320 × 277 px instead of 3 × 2 of 480 × 416")
         XCTAssertTrue(tiles.allSatisfy { $0.width == 320 && $0.height == 277 }, "\(tiles)")
@@ -168,11 +168,11 @@ final class DetectionPlannerTests: XCTestCase {
     /// pan, the tile whose picture came in with it goes first; and what they
     /// find is followed and traced back like any face.
     func testSpareTimeTilesHoldNoFrameBackAndSearchWhatIsNewFirst() {
-        var s = DetectionPlanner.Settings()
-        s.tileEvery = 16
-        s.spareTileScale = 1.5
+        var s = PrivacyTuning.plannerTests
+        s.searches.tileEvery = 16
+        s.searches.spareTileScale = 1.5
         let (width, height) = (1280, 720)
-        var p = DetectionPlanner(settings: s, tracker: FaceTracker(), width: width, height: height)
+        var p = DetectionPlanner(tuning: s, width: width, height: height)
         XCTAssertEqual(p.vouchingAreas, 0..<7, "the whole frame and 3 × 2 regular tiles")
         XCTAssertEqual(p.areas.count, 7 + 20, "and 5 × 4 spare-time tiles")
         let flat = [UInt8](repeating: 100, count: (width / 8) * (height / 8))
@@ -217,7 +217,7 @@ final class DetectionPlannerTests: XCTestCase {
         add(&p, 0)
         let whole = p.nextPass()
         XCTAssertEqual(whole?.kind, .whole)
-        let pad = Double(DetectionPlanner.wholeFramePad)
+        let pad = Double(PrivacyTuning.live.searches.wholeFramePad)
         XCTAssertEqual(whole?.region, FaceRect(x: -pad, y: -pad, width: Double(Self.width) + 2 * pad, height: Double(Self.height) + 2 * pad))
         guard let whole else { return }
         // A face half out on the left, and a mirror image (nearly all in the margin) on the right.
@@ -241,7 +241,7 @@ final class DetectionPlannerTests: XCTestCase {
         // Past the edge by half a face (further, the mirror images around a cut face hid it), at the
         // square's scale: centred on the face, its height is the square's side.
         guard let follow else { return XCTFail("no follow") }
-        let reach = DetectionPlanner.followReachBeyondEdge * half.height
+        let reach = PrivacyTuning.live.searches.followReachBeyondEdge * half.height
         XCTAssertEqual(follow.region.x, -reach, accuracy: 1, "the follow reaches past the left edge by half a face: \(follow)")
         XCTAssertGreaterThan(follow.region.height, follow.region.width + reach, "the square, cut at the reach: \(follow)")
         XCTAssertLessThan(abs(follow.region.center.y - half.center.y), 2, "centred on the face: \(follow)")
@@ -358,7 +358,7 @@ final class DetectionPlannerTests: XCTestCase {
                 XCTAssertTrue(unvouched.allSatisfy { $0.row < 4 }, "the 30 px strip at the top only: \(unvouched)")
                 let cells = p.unconfirmedCells(3, cell: 8)
                 XCTAssertFalse(cells.isEmpty)
-                XCTAssertTrue(cells.allSatisfy { $0.maxY <= 8 * (4 + Double(DetectionPlanner.unvouchedGrowth)) },
+                XCTAssertTrue(cells.allSatisfy { $0.maxY <= 8 * (4 + Double(PrivacyTuning.live.hiding.unvouchedGrowth)) },
                               "hidden if it must leave: the strip grown by a small face, not the tile: \(cells)")
                 for pass in running { p.record(pass, found: []) }
                 late += running
@@ -389,10 +389,10 @@ final class DetectionPlannerTests: XCTestCase {
     /// for (searched, they held most frames of the roll back, one search each); what a turn of the
     /// roll shows deep enough to hold a face is, once per corner tile.
     func testARollingCameraCostsAtMostACornerTileSearchAtEachTurn() {
-        var s = DetectionPlanner.Settings()
-        (s.wholeEvery, s.tileEvery, s.recheckEvery) = (16, 24, 60)
+        var s = PrivacyTuning.plannerTests
+        (s.searches.wholeEvery, s.searches.tileEvery, s.searches.recheckEvery) = (16, 24, 60)
         let (width, height) = (1280, 720)
-        var p = DetectionPlanner(settings: s, tracker: FaceTracker(), width: width, height: height)
+        var p = DetectionPlanner(tuning: s, width: width, height: height)
         let corners = Set(p.vouchingAreas.filter { i in
             let r = p.areas[i].rect
             return i != 0 && (r.x == 0 || r.maxX == Double(width)) && (r.y == 0 || r.maxY == Double(height))
@@ -461,7 +461,7 @@ final class DetectionPlannerTests: XCTestCase {
         XCTAssertTrue(follow.lost)
         let lastSeen = Int(try XCTUnwrap(p.tracker.observations(of: p.follows.keys.first!).last).time / Self.frameNs)
         XCTAssertEqual(lastSeen, present.upperBound)
-        XCTAssertLessThanOrEqual(follow.checkedThrough, lastSeen + p.settings.followEvery + 2,
+        XCTAssertLessThanOrEqual(follow.checkedThrough, lastSeen + p.searches.followEvery + 2,
                                  "lost at the third miss in a row: at most a follow interval and two frames after the last sighting")
         XCTAssertFalse(p.regions(forFrame: 16).contains { $0.intersection(face) != nil }, "gone in mid-picture: not hidden")
     }
@@ -598,7 +598,7 @@ final class DetectionPlannerTests: XCTestCase {
         let (p, gone) = try followUntilLost(walker, seenOn: seen, changing: (13, 1), through: 40)
         XCTAssertNotNil(p.tracker.steadyMotion(p.tracker.observations(of: try XCTUnwrap(p.follows.keys.first)), fromFirst: false),
                         "its motion is known")
-        let zone = DetectionPlanner.edgeReach * 48
+        let zone = PrivacyTuning.live.hiding.edgeReach * 48
         XCTAssertGreaterThan(walker(gone).x, zone, "gone in mid-picture")
         let reachesEdge = try XCTUnwrap((gone...40).first { walker($0).x <= zone })
         XCTAssertLessThan(reachesEdge, 38, "its motion reaches the edge before the hold ends")
@@ -687,7 +687,7 @@ final class DetectionPlannerTests: XCTestCase {
         for i in gone...60 {
             let regions = p.regions(forFrame: i)
             XCTAssertFalse(regions.contains { $0.x < seen(lastSeen).x - 0.6 * 48 }, "frame \(i): not carried inwards: \(regions)")
-            let strolled = DetectionPlanner.leavingPace * 48 * Double(i - lastSeen) / 30
+            let strolled = PrivacyTuning.live.hiding.leavingPace * 48 * Double(i - lastSeen) / 30
             if seen(lastSeen).x + strolled >= 320 { XCTAssertEqual(regions, [], "frame \(i): it could have left"); left += 1 }
             // The trace log's account of each region: searched for and gone, kept at the edge.
             XCTAssertEqual(p.hiddenRegions(forFrame: i).map(\.rule), regions.isEmpty ? [] : [.gone], "frame \(i)")
@@ -893,12 +893,12 @@ final class DetectionPlannerTests: XCTestCase {
         let (width, height) = (1280, 720)
         let picture = FaceRect(x: 0, y: 0, width: Double(width), height: Double(height))
         let hung = DetectionPlanner.followSquare(around: FaceRect(x: -85.2 - 28, y: 572.3, width: 56, height: 68.4),
-                                                 side: 171, width: width, height: height)
+                                                 side: 171, reachBeyondEdge: 0.5, width: width, height: height)
         XCTAssertGreaterThan(hung.intersection(picture)?.area ?? 0, 0, "\(hung)")
         for side in [48, 113.5, 170.25, 171, 227] {
             for centre in stride(from: -300.0, through: 1600, by: 0.05) {
                 let box = FaceRect(x: centre - side / 5, y: centre / 2, width: side / 2.5, height: side / 2.5)
-                let square = DetectionPlanner.followSquare(around: box, side: side, width: width, height: height)
+                let square = DetectionPlanner.followSquare(around: box, side: side, reachBeyondEdge: 0.5, width: width, height: height)
                 let inside = square.intersection(picture)
                 if (inside?.width ?? 0) < side / 4 || (inside?.height ?? 0) < side / 4 {
                     XCTFail("side \(side), face centred at (\(centre), \(centre / 2)): \(square) holds \(inside.map { "\($0)" } ?? "no picture")")
@@ -934,7 +934,7 @@ final class DetectionPlannerTests: XCTestCase {
         var run = 0
         for k in kinds {
             run = k.template ? run + 1 : 0
-            XCTAssertLessThanOrEqual(run, p.settings.templateFollows)
+            XCTAssertLessThanOrEqual(run, p.searches.templateFollows)
         }
         XCTAssertTrue(kinds.contains { $0.template } && kinds.contains { !$0.template })
         XCTAssertTrue((0...36).allSatisfy(p.isSettled))
@@ -944,13 +944,12 @@ final class DetectionPlannerTests: XCTestCase {
     /// searched itself (or did not change since); a later search does not
     /// vouch for it, and nothing is followed between searches.
     func testStrictModeVouchesOnlyForFramesSearchedThemselves() {
-        var s = DetectionPlanner.Settings()
-        s.strict = true
-        s.wholeEvery = 1
-        s.tileEvery = 1
-        s.tileWidth = 192
-        s.tileHeight = 128
-        var p = DetectionPlanner(settings: s, tracker: FaceTracker(), width: Self.width, height: Self.height)
+        var s = PrivacyTuning.plannerTests
+        s.searches.wholeEvery = 1
+        s.searches.tileEvery = 1
+        s.searches.tileWidth = 192
+        s.searches.tileHeight = 128
+        var p = DetectionPlanner(tuning: s, strict: true, width: Self.width, height: Self.height)
         add(&p, 0)
         let face = FaceRect(x: 100, y: 60, width: 40, height: 48)
         runDue(&p) { $0.kind == .whole ? [face] : [] }

@@ -201,9 +201,9 @@ final class FaceBlurClipTests: XCTestCase {
         func detect(luma: UnsafePointer<UInt8>, width: Int, height: Int, stride: Int, region: FaceRect,
                     input: (width: Int, height: Int), keepAspect: Bool, threshold: Float) throws -> [FaceDetection] {
             // The searched region arrives copied: tiles from the frame's top row, the whole frame with
-            // its mirrored margin above (`DetectionPlanner.wholeFramePad`). Follows are never blind.
+            // its mirrored margin above (`PrivacyTuning.live.searches.wholeFramePad`). Follows are never blind.
             if width > 300 {
-                let top = width > FaceBlurClipTests.width ? DetectionPlanner.wholeFramePad : 0
+                let top = width > FaceBlurClipTests.width ? PrivacyTuning.live.searches.wholeFramePad : 0
                 if FaceBlurClipTests.frameNumber(luma[(top + 1) * stride + width / 2]) < from { return [] }
             }
             return try real.detect(luma: luma, width: width, height: height, stride: stride, region: region,
@@ -409,7 +409,7 @@ final class FaceBlurClipTests: XCTestCase {
         XCTAssertEqual(stage.blocks, 0, accuracy: 0.01, "no block outside the faces pixelated")
         XCTAssertLessThan(stage.damage, encoderDamage + 0.5, "outside the faces, the encoder's damage only")
         var wide = FaceBlurSettings(modelPath: faceModelPath, offline: true)
-        wide.tracker.margin = 1.5
+        wide.tuning.tracking.margin = 1.5
         let regions = try blurred("regions", wide)
         XCTAssertGreaterThan(regions.blocks, 0.05, "regions a face size beyond each face are caught")
     }

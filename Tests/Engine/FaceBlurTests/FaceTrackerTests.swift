@@ -4,8 +4,8 @@ import RecorderCore
 
 final class FaceTrackerTests: XCTestCase {
     let second: UInt64 = 1_000_000_000
-    var settings: FaceTracker.Settings {
-        var s = FaceTracker.Settings()
+    var settings: PrivacyTuning.Tracking {
+        var s = PrivacyTuning.Tracking()
         s.margin = 0.25
         s.motion = 1.0
         s.holdNs = second
@@ -56,26 +56,19 @@ final class FaceTrackerTests: XCTestCase {
 
     /// A fast face seen twice far apart: between the sightings it is hidden where the line from one
     /// to the other puts it, grown by the margin and motion in face sizes; not over the stretch
-    /// between them (a walker seen a second apart hid a stripe of the fixed clip's street), and not
-    /// by a share of that stretch (which hid the picture around fast faces).
+    /// between them (which hides a stripe of the street a walker crossed), and not by a share of
+    /// that stretch (which hides the picture around fast faces).
     func testAFastFacesRegionFollowsTheLineBetweenSightingsGrownByTheFace() {
         // Two face sizes in 0.3 s: a fast walker close to the camera.
         let a = FaceRect(x: 100, y: 100, width: 40, height: 40)
         let b = FaceRect(x: 180, y: 100, width: 40, height: 40)
-        var bySize = settings
-        bySize.growsByFaceSize = true
-        var follow = FaceTracker(settings: bySize)
+        var follow = FaceTracker(settings: settings)
         let id = follow.update(detections: [a], time: second)[0].id
         follow.add(b, to: id, time: second + 3 * second / 10)
         let between = follow.regions(at: second + 3 * second / 20)
         let grow = 0.25 + 1.0 * 0.15   // margin + motion × the distance to the nearest sighting
         XCTAssertEqual(between, [FaceRect(x: 140 - 40 * grow, y: 100 - 40 * grow, width: 40 + 80 * grow, height: 40 + 80 * grow)])
-        var byStretch = settings
-        byStretch.growsByFaceSize = false
-        var old = FaceTracker(settings: byStretch)
-        let oldID = old.update(detections: [a], time: second)[0].id
-        old.add(b, to: oldID, time: second + 3 * second / 10)
-        XCTAssertEqual(old.regions(at: second + 3 * second / 20), [a.union(b).expanded(by: grow)], "a share of the stretch: \(120 * grow) px each side")
+        XCTAssertNotEqual(between, [a.union(b).expanded(by: grow)], "not a share of the stretch")
     }
 
     /// Under a moving camera the places of a face's sightings carry the camera model's error, which
@@ -120,9 +113,7 @@ final class FaceTrackerTests: XCTestCase {
     /// the other, not over the whole stretch, which spanned the picture
     /// between two people on the `moving` clip.
     func testALeapNoFaceMakesIsHiddenAlongTheLineNotOverTheStretch() {
-        var fitted = settings
-        fitted.growsByFaceSize = true
-        var tracker = FaceTracker(settings: fitted)
+        var tracker = FaceTracker(settings: settings)
         let a = FaceRect(x: 100, y: 100, width: 40, height: 40), b = FaceRect(x: 500, y: 300, width: 40, height: 40)
         let id = tracker.update(detections: [a], time: second)[0].id
         tracker.add(b, to: id, time: second + second / 10)   // ten face sizes in 0.1 s
@@ -138,18 +129,18 @@ final class FaceTrackerTests: XCTestCase {
     /// afford them); a config can set the tiles.
     func testFittedRegionsEverywhereAndEnlargedTilesOffline() throws {
         let offline = FaceBlurSettings(modelPath: "m", offline: true), live = FaceBlurSettings(modelPath: "m")
-        XCTAssertTrue(offline.tracker.growsByFaceSize)
-        XCTAssertEqual(offline.plannerSettings(realTime: false).tileScale, 1.25)
-        XCTAssertTrue(live.tracker.growsByFaceSize)
-        XCTAssertEqual(live.plannerSettings(realTime: true).tileScale, 1)
+        XCTAssertEqual(offline.plannedSearches(realTime: false).tileScale, 1.25)
+        XCTAssertEqual(live.plannedSearches(realTime: true).tileScale, 1)
         // Offline's enlarged tiles are large (3 × 2 at 720p, as live's at full resolution): 20 small
         // ones searched nearly twice the picture's pixels, in their overlaps.
         func offlineTiles(_ settings: FaceBlurSettings) -> [FaceRect] {
-            let planner = DetectionPlanner(settings: settings.plannerSettings(realTime: false), tracker: FaceTracker(), width: 1280, height: 720)
+            var tuning = PrivacyTuning.live
+            tuning.searches = settings.plannedSearches(realTime: false)
+            let planner = DetectionPlanner(tuning: tuning, width: 1280, height: 720)
             return planner.areas.dropFirst().map(\.rect)
         }
-        XCTAssertEqual(offline.plannerSettings(realTime: false).tileWidth, 608)
-        XCTAssertEqual(offline.plannerSettings(realTime: false).tileHeight, 512)
+        XCTAssertEqual(offline.plannedSearches(realTime: false).tileWidth, 608)
+        XCTAssertEqual(offline.plannedSearches(realTime: false).tileHeight, 512)
         XCTAssertEqual(offlineTiles(offline).count, 6)
         XCTAssertTrue(offlineTiles(offline).allSatisfy { $0.width == 486 && $0.height == 409 }, "\(offlineTiles(offline))")
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("tile-scale-\(getpid()).toml")
@@ -158,12 +149,12 @@ final class FaceTrackerTests: XCTestCase {
         var privacy = try ConfigLoader.load(file: file.path).privacy
         // Another scale enlarges the same grid more (a larger network input), not a finer grid.
         let twice = FaceBlurSettings(privacy, offline: true)
-        XCTAssertEqual(twice.plannerSettings(realTime: false).tileScale, 2)
+        XCTAssertEqual(twice.plannedSearches(realTime: false).tileScale, 2)
         XCTAssertEqual(offlineTiles(twice).count, 6)
         XCTAssertTrue(offlineTiles(twice).allSatisfy { abs($0.width - 486) < 16 && abs($0.height - 409) < 16 }, "\(offlineTiles(twice))")
-        XCTAssertEqual(FaceBlurSettings(privacy, offline: false).plannerSettings(realTime: true).tileScale, 2, "live takes the scale as it is")
+        XCTAssertEqual(FaceBlurSettings(privacy, offline: false).plannedSearches(realTime: true).tileScale, 2, "live takes the scale as it is")
         privacy.tileScale = nil
-        XCTAssertEqual(FaceBlurSettings(privacy, offline: true).plannerSettings(realTime: false).tileScale, 1.25)
+        XCTAssertEqual(FaceBlurSettings(privacy, offline: true).plannedSearches(realTime: false).tileScale, 1.25)
     }
 
     func testFollowsAMovingFaceAndCoversItBetweenObservations() {

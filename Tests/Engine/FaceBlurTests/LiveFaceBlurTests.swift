@@ -151,11 +151,11 @@ final class LiveFaceBlurTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(output.count, 120)
         let detector = try FaceDetector(modelPath: faceModelPath)
         // The corners never change. A late frame hides what changed since it was last searched and where a
-        // face not yet looked for on it may have gone (`DetectionPlanner.pendingReach`: sightings up to the
+        // face not yet looked for on it may have gone (`PrivacyTuning.live.hiding.pendingReach`: sightings up to the
         // tracker's hold before, grown by at most the margin and the reach of a face of unknown motion).
         // A corner out of every such reach is kept as it was.
-        let grown = FaceTracker.Settings().margin + DetectionPlanner.pendingReach.unknownMotion.growth
-        let history = Int(Double(FaceTracker.Settings().holdNs) / 1e9 * 30)
+        let grown = PrivacyTuning.Tracking().margin + PrivacyTuning.live.hiding.pendingReach.unknownMotion.growth
+        let history = Int(Double(PrivacyTuning.Tracking().holdNs) / 1e9 * 30)
         let (w, h) = (Double(Self.clipWidth), Double(Self.clipHeight))
         let corners = [Rect(x: 0, y: 0, width: 190, height: 30), Rect(x: w - 190, y: 0, width: 190, height: 30),
                        Rect(x: 0, y: h - 30, width: 190, height: 30), Rect(x: w - 190, y: h - 30, width: 190, height: 30)]

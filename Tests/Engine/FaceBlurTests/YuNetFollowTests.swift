@@ -22,7 +22,7 @@ final class YuNetFollowTests: XCTestCase {
         // A follow square around the face (2.5 × its size, clipped), at YuNet's follow input.
         let known = FaceRect(x: 183, y: 45, width: 86, height: 135)
         let square = FaceRect(x: 57, y: 0, width: 338, height: 338)
-        let input = FaceBlurStage.yuNetFollowInput
+        let input = PrivacyTuning.live.searches.yuNetFollowInput
         let faces = try detect(astronaut, region: square, input: (input, input))
         XCTAssertEqual(faces.count, 1, "\(faces.map(\.rect))")
         let face = try XCTUnwrap(faces.first).rect
@@ -60,7 +60,7 @@ final class YuNetFollowTests: XCTestCase {
             .write(to: file, atomically: true, encoding: .utf8)
         let settings = FaceBlurSettings(try ConfigLoader.load(file: file.path).privacy, offline: true)
         XCTAssertEqual(settings.followNetwork, .yuNet)
-        XCTAssertEqual(settings.yuNetThreshold, 0.6, accuracy: 1e-6)
+        XCTAssertEqual(settings.tuning.searches.yuNetThreshold, 0.6, accuracy: 1e-6)
     }
 
     func testAMissingLibraryIsAClearError() {
