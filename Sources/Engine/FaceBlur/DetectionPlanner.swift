@@ -477,153 +477,29 @@ struct DetectionPlanner {
         return out
     }
 
-    /// The face regions to hide in held frame `index`, in its pixels.
-    ///
-    /// A face cut by the frame's edge is beyond the detector (it finds
-    /// faces nearly whole): entering, it is first found once mostly inside;
-    /// leaving, it is lost while still partly in view. So on frames before
-    /// a face's first sighting or after its last, the region of a face
-    /// within `edgeReach` face sizes of an edge reaches that edge: the strip
-    /// between the face and the edge is hidden, where the rest of such a
-    /// face is. (The face itself, where it was seen and where its motion
-    /// leads, not its region: a big face's margin and growth reached an
-    /// edge from a face size away, and a region held after a face went
-    /// behind someone then ran up to the top of the picture.)
-    ///
-    /// A face searched for and not found, again and again, after its last
-    /// sighting (or before its first) is gone from then on (back): it went
-    /// behind someone, or it left. Its region is no longer hidden there,
-    /// unless it is near an edge (a face half out of the picture is not
-    /// found either). Without this, a face hidden behind a passer-by kept
-    /// its region, grown, for the whole `holdNs`: on the fixed clip,
-    /// offline, it hid beyond the faces on 124 of 300 frames.
+    /// The face regions to hide in held frame `index`, in its pixels (`HidingPolicy`).
     func regions(forFrame index: Int) -> [FaceRect] { hiddenRegions(forFrame: index).map(\.rect) }
 
-    /// A region to hide, with the track it is for and the rule that placed it: the trace log names
-    /// them (`--log-level trace`), so that a face left unhidden can be traced to its rule.
-    struct HiddenRegion: Equatable, CustomStringConvertible {
-        enum Rule: String {
-            /// On or between the face's sightings.
-            case sighted
-            /// Before its first sighting or after its last, where its motion leads.
-            case beyond
-            /// Searched for there and gone, kept near an edge (and carried out through it).
-            case gone
-        }
-        var rect: FaceRect
-        var track: Int
-        var rule: Rule
-        /// Stretched to an edge the face is near (`reachingNearEdges`).
-        var reachesEdge = false
-        var description: String { "track \(track) \(rule.rawValue)\(reachesEdge ? " to the edge" : "") \(rect)" }
+    /// Where the hiding policy reads its rules' values and the frame's size from.
+    var hidingPolicy: HidingPolicy {
+        HidingPolicy(hiding: hiding, margin: tracker.settings.margin, width: width, height: height)
     }
 
-    /// `regions(forFrame:)`, with the track and rule of each.
+    /// `regions(forFrame:)`, with the track and rule of each: the tracker's placement of each face
+    /// on the frame, in its pixels, judged by the hiding policy.
     func hiddenRegions(forFrame index: Int) -> [HiddenRegion] {
         guard let frame = frame(index) else { return [] }
-        return tracker.hidden(at: frame.time).compactMap { hidden in
-            var region = frame.travel.toFrame(hidden.region)
-            guard let sighting = hidden.beyond.map(frame.travel.toFrame) else {
-                return HiddenRegion(rect: region, track: hidden.track, rule: .sighted)
-            }
-            let faceSize = max(sighting.width, sighting.height)
-            var face = frame.travel.toFrame(hidden.face)
-            if hidden.searchedAndGone {
-                // Seen once, partly in the mirrored margin beyond the frame's edge, and missed by every
-                // search around it since, forwards and back (each reaching beyond the edge the same way,
-                // at a finer scale): a mirror image, the picture at the edge and its reflection taken for
-                // a face. A face cut by the edge is found again; this is not held there, on either side
-                // of its sighting, for the rest of the hold. (The crowd clip: boxes partly beyond an edge
-                // found once by another face's follow, one between two people at 0.50, one 119×179 px at
-                // 0.22, hid the picture beside the edge on up to 15 frames of a run.)
-                if let follow = follows[hidden.track], follow.lost, follow.foundReachingBeyondEdge,
-                   tracker.observations(of: hidden.track).count == 1 { return nil }
-                // Searched for in mid-picture, where its motion put it, and not found: it was not there
-                // (behind someone, or never a face). That motion carried on would bring the region to an
-                // edge later, over nothing: on the fixed clip a track that had taken two faces' boxes
-                // hid the street at the top edge for half a second (`bench/live-faces --attribute fixed`).
-                if let gaveUp = hidden.whenSearchesGaveUp.map(frame.travel.toFrame),
-                   !isNearEdge(sighting, faceSize: faceSize), !isNearEdge(gaveUp, faceSize: faceSize) { return nil }
-                let cameFrom = hidden.otherEnd.map(frame.travel.toFrame)
-                let (dx, dy) = hidden.cameraStill ? leavingShift(face, lostAt: sighting, cameFrom: cameFrom, faceSize: faceSize,
-                                                                 seconds: hidden.secondsBeyond) : (0, 0)
-                (face, region) = (face.offsetBy(dx: dx, dy: dy), region.offsetBy(dx: dx, dy: dy))
-                if !isNearEdge(face, faceSize: faceSize) { return nil }
-                region = keptOnTheEdgeSide(region, of: face, sighting: sighting)
-            }
-            let reaching = reachingNearEdges(region, of: face, faceSize: faceSize)
-            return HiddenRegion(rect: reaching, track: hidden.track, rule: hidden.searchedAndGone ? .gone : .beyond,
-                                reachesEdge: reaching != region)
+        let toFrame = frame.travel.toFrame
+        let faces = tracker.hidden(at: frame.time).map { hidden in
+            HidingPolicy.Face(
+                track: hidden.track, region: toFrame(hidden.region), face: toFrame(hidden.face), sighting: hidden.beyond.map(toFrame),
+                gone: hidden.searchedAndGone ? HidingPolicy.Face.Gone(
+                    otherEnd: hidden.otherEnd.map(toFrame), cameraStill: hidden.cameraStill, secondsBeyond: hidden.secondsBeyond,
+                    whenSearchesGaveUp: hidden.whenSearchesGaveUp.map(toFrame),
+                    seenOnceReachingBeyondEdge: follows[hidden.track].map { $0.lost && $0.foundReachingBeyondEdge } == true
+                        && tracker.observations(of: hidden.track).count == 1) : nil)
         }
-    }
-
-
-    /// The shift that makes a face searched for and gone near an edge of a still camera's picture
-    /// leave through that edge at least at `leavingPace` since the sighting, when it was walking
-    /// out: its sightings, from the other end of them (`cameFrom`), came at least `leavingApproach`
-    /// towards that edge. Going back in time the same holds for a face first seen at an edge that
-    /// walked in from it. Held where it was lost, a walker leaving stayed at the edge for the whole
-    /// hold, long after it had left, and its own motion, read from boxes the edge cut, said it stood
-    /// still or even went inwards (the fixed clip). A face that appeared at the edge and was lost
-    /// there may be coming in slower than a stroll: it stays where it was lost, as does any face
-    /// under a moving camera, whose picture brings faces in at its edges.
-    func leavingShift(_ face: FaceRect, lostAt sighting: FaceRect, cameFrom: FaceRect?, faceSize: Double,
-                      seconds: Double) -> (dx: Double, dy: Double) {
-        guard let cameFrom else { return (0, 0) }
-        let zone = hiding.edgeReach * faceSize, least = hiding.leavingPace * faceSize * seconds
-        // Along one axis: `moved`, the face's displacement since the sighting; `approached`, the
-        // sightings' towards the sighting; `near…`, which of the axis' edges the sighting is near.
-        func shift(_ moved: Double, approached: Double, nearLow: Bool, nearHigh: Bool) -> Double {
-            guard nearLow != nearHigh else { return 0 }
-            let outward: Double = nearLow ? -1 : 1
-            guard approached * outward >= hiding.leavingApproach * faceSize else { return 0 }
-            return outward * max(0, least - moved * outward)
-        }
-        return (shift(face.center.x - sighting.center.x, approached: sighting.center.x - cameFrom.center.x,
-                      nearLow: sighting.x <= zone, nearHigh: sighting.maxX >= Double(width) - zone),
-                shift(face.center.y - sighting.center.y, approached: sighting.center.y - cameFrom.center.y,
-                      nearLow: sighting.y <= zone, nearHigh: sighting.maxY >= Double(height) - zone))
-    }
-
-
-    /// The region of a face searched for and gone beyond a sighting near an edge, cut back on the
-    /// side away from that edge to the sighting (or the face, if further in) and the margin: such a
-    /// face came in (before its first sighting) or went out (after its last) through that edge, so
-    /// it was never further in than where it was seen there; a search would have found more of it.
-    /// Grown all round, the region of a face coming up through the bottom edge hid the street above
-    /// its first sighting (the fixed clip, offline).
-    func keptOnTheEdgeSide(_ region: FaceRect, of face: FaceRect, sighting: FaceRect) -> FaceRect {
-        let zone = hiding.edgeReach * max(sighting.width, sighting.height)
-        let (mx, my) = (tracker.settings.margin * sighting.width, tracker.settings.margin * sighting.height)
-        var (x0, y0, x1, y1) = (region.x, region.y, region.maxX, region.maxY)
-        let (nearLeft, nearRight) = (sighting.x <= zone, sighting.maxX >= Double(width) - zone)
-        let (nearTop, nearBottom) = (sighting.y <= zone, sighting.maxY >= Double(height) - zone)
-        // Near both edges of an axis (a face as large as the picture): no side to keep.
-        if nearLeft, !nearRight { x1 = min(x1, max(sighting.maxX, face.maxX) + mx) }
-        if nearRight, !nearLeft { x0 = max(x0, min(sighting.x, face.x) - mx) }
-        if nearTop, !nearBottom { y1 = min(y1, max(sighting.maxY, face.maxY) + my) }
-        if nearBottom, !nearTop { y0 = max(y0, min(sighting.y, face.y) - my) }
-        return FaceRect(x: x0, y: y0, width: max(0, x1 - x0), height: max(0, y1 - y0))
-    }
-
-    /// Whether `face` is in the picture and comes within `edgeReach` face sizes of an edge.
-    func isNearEdge(_ face: FaceRect, faceSize: Double) -> Bool {
-        let zone = hiding.edgeReach * faceSize
-        guard face.maxX > 0, face.maxY > 0, face.x < Double(width), face.y < Double(height) else { return false }
-        return face.x <= zone || face.y <= zone || face.maxX >= Double(width) - zone || face.maxY >= Double(height) - zone
-    }
-
-    /// `region`, stretched to each frame edge that `face` comes within `edgeReach` face sizes of.
-    func reachingNearEdges(_ region: FaceRect, of face: FaceRect, faceSize: Double) -> FaceRect {
-        let zone = hiding.edgeReach * faceSize
-        var (x0, y0, x1, y1) = (region.x, region.y, region.maxX, region.maxY)
-        // Only a face in the picture and near an edge (one carried out of the picture is gone).
-        guard isNearEdge(face, faceSize: faceSize) else { return region }
-        if face.x <= zone { x0 = min(x0, 0) }
-        if face.y <= zone { y0 = min(y0, 0) }
-        if face.maxX >= Double(width) - zone { x1 = max(x1, Double(width)) }
-        if face.maxY >= Double(height) - zone { y1 = max(y1, Double(height)) }
-        return FaceRect(x: x0, y: y0, width: x1 - x0, height: y1 - y0)
+        return hidingPolicy.regions(faces)
     }
 
     /// What holds frame `index` back, for a log line: the areas not

@@ -699,9 +699,9 @@ final class DetectionPlannerTests: XCTestCase {
     /// The trace log's form of a hidden region, which `bench/live_faces.py attribute` reads
     /// (`TRACED_REGION`) to say which rule hid the picture: change both together.
     func testATracedRegionNamesItsTrackAndRuleInTheFormTheBenchReads() {
-        let edge = DetectionPlanner.HiddenRegion(rect: FaceRect(x: -3.4, y: 20, width: 40.6, height: 48), track: 7, rule: .gone,
+        let edge = HiddenRegion(rect: FaceRect(x: -3.4, y: 20, width: 40.6, height: 48), track: 7, rule: .gone,
                                                  reachesEdge: true)
-        XCTAssertEqual("\([edge, DetectionPlanner.HiddenRegion(rect: FaceRect(x: 5, y: 6, width: 7, height: 8), track: 12, rule: .sighted)])",
+        XCTAssertEqual("\([edge, HiddenRegion(rect: FaceRect(x: 5, y: 6, width: 7, height: 8), track: 12, rule: .sighted)])",
                        "[track 7 gone to the edge (-3,20 41x48), track 12 sighted (5,6 7x8)]")
     }
 
