@@ -55,9 +55,9 @@ struct Similarity: Equatable, CustomStringConvertible {
 /// works in *scene* coordinates (an earlier frame's pixels, see
 /// `DetectionPlanner.Travel`), where a person standing still stays still
 /// while the camera pans, zooms or rolls, so predictions, follow searches,
-/// traces back and hidden regions land where the face is. (Searches are
-/// still scheduled on plain block changes: skipping them on this model's
-/// word let faces through once, commit `ba6c007`.)
+/// traces back and hidden regions land where the face is. Searches are
+/// still scheduled on plain block changes, never on this model's word: a
+/// wrong estimate must not let a face through unsearched.
 ///
 /// Method:
 /// 1. the translation that best maps the whole previous block grid onto
@@ -92,10 +92,9 @@ struct CameraMotion {
     static let confidence = 0.8
     /// A patch within this many pixels of the fit agrees with it.
     static let inlierPixels = 3.0
-    /// The share of textured patches that must agree with a fit. Half let large walkers in front of
-    /// a plain background carry the demo scene's fixed camera 4–7 px a frame: their fits had 50–60 %
-    /// of the patches agreeing (69 of 71 under 60 %), where a moving camera's fits mostly have more
-    /// (under 60 %: 27 of 366 on the bench's moving clip, 8 of 320 on the crowd).
+    /// The share of textured patches that must agree with a fit. Large walkers in front of a plain
+    /// background fit a motion of their own with about half the patches agreeing, and would carry a
+    /// fixed camera with them; a moving camera's fits mostly have more.
     static let agreeingShare = 0.6
 
     init(columns: Int, rows: Int) {
@@ -425,9 +424,8 @@ struct CameraTracker {
         if fromScratch == nil, movingSteps >= Self.movingStepsToExtrapolate, extrapolated < Self.maxExtrapolated {
             // No answer at all (too little texture or agreement: motion blur, dusk's noise) while the
             // camera was moving: it most likely still is, at the pace it had. Read as standing still,
-            // such a frame put every region a whole step behind its face from there on, and counted
-            // the camera as still in mid-move (the moving clip: 4 frames of a push-in and a pan, at
-            // 17–62 px a step; each was followed by regions hiding beyond their faces).
+            // such a frame would put every region a whole step behind its face from there on, and
+            // count the camera as still in mid-move.
             extrapolated += 1
             // The next frame is searched around this step, from this frame.
             (key, keyToPrevious, sinceKey) = (blocks, .identity, 1)
@@ -442,11 +440,11 @@ struct CameraTracker {
     static let maxExtrapolated = 2
     /// Steps measured as motion in a row before a frame no fit can tell takes the last one: a camera
     /// on a move, not one misread step (a fixed camera's big walkers now and then fit a motion of
-    /// their own; carried on, the demo's fixed camera read as moving on 16 of 80 frames, not 6).
+    /// their own, which carried on would read the camera as moving).
     static let movingStepsToExtrapolate = 2
 
     /// No faster zoom or roll than a hand gives a camera (a whip-pan rolls it by a few degrees a frame;
-    /// pulling back while panning fast, the `moving` clip zooms out by 6 % a frame):
+    /// pulling back while panning fast zooms out by several per cent a frame):
     /// a faster one is a big subject moving in front of a still camera, which can seem to carry the picture.
     static func isPlausible(_ step: Similarity) -> Bool {
         abs(step.scale - 1) <= maxStepZoom && abs(step.angle) <= maxStepRoll

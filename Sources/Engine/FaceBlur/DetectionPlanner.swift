@@ -269,12 +269,9 @@ struct DetectionPlanner {
     /// How close to an inner edge of the searched region a box found by `kind`
     /// counts as touching it. A tile cuts faces larger than the tiles'
     /// overlap, and the box the network draws around what is left may stop
-    /// a few pixels short of the cut: on the moving clip, live, the spare-time
-    /// tiles (320×277 px) gave such boxes of faces 200–300 px tall (one
-    /// 114×266 px, 3 px short of its tile's edge), which fed a second track
-    /// below a face another track held whole; its region between its
-    /// sightings hid the street around the face during the whip-pan (the
-    /// stage's own hiding beyond faces there, measured in docs/privacy.md).
+    /// a few pixels short of the cut, more the larger the face: such a box
+    /// feeds a second track beside a face another track holds whole, whose
+    /// region between its sightings hides the picture around the face.
     /// A face dropped this way is whole in the neighbouring tile (tiles
     /// overlap by more than a small face) or in the whole-frame search (faces
     /// from ~45 px); the slack stays 2 px for faces under 40 px. A follow's
@@ -296,7 +293,7 @@ struct DetectionPlanner {
 
     /// A new frame entered the delay line; `cameraMotion` takes a point of
     /// the previous frame to where it is in this one (`CameraTracker`,
-    /// measured by the stage).
+    /// estimated by the stage).
     mutating func add(index: Int, time: UInt64, blocks: [UInt8], cameraMotion: Similarity = .identity) {
         travel.frameToScene = travel.frameToScene.after(cameraMotion.inverse)
         // How far the picture moved, on average over the frame, in scene pixels: the centre's
@@ -414,13 +411,12 @@ struct DetectionPlanner {
     /// (picture leaving through the edge opposite the one it came in at was in an earlier search's
     /// area, further in).
     /// That is picture which came in at an edge after one search and left through an edge before
-    /// the next: a later search cannot vouch for what it did not see. (The crowd clip: a small face
-    /// came in at the top edge at the end of a whip-pan and left through it a fifth of a second
-    /// later, between two searches of the tile over it, and the later one vouched for the frames
-    /// it was on.) Empty when the area was searched on the frame itself, or its covering search
+    /// the next: a later search cannot vouch for what it did not see (a small face brought in at
+    /// an edge by the end of a whip-pan and taken out again between two searches of its tile).
+    /// Empty when the area was searched on the frame itself, or its covering search
     /// had all of the frame's area in sight. The whole frame's searches are held to this only
-    /// when there are no tiles: the tiles look at everything it does, at a finer scale (held to
-    /// it as well, the whole frame was searched 84 times on the crowd clip instead of 20).
+    /// when there are no tiles: the tiles look at everything it does, at a finer scale, and held to
+    /// it as well the whole frame would be searched several times as often under a moving camera.
     func unvouchedBlocks(_ i: Int, _ index: Int) -> [(column: Int, row: Int)] {
         let a = areas[i]
         guard !strict, i != 0 || vouchingAreas.count == 1, let frame = frame(index), !frame.covered.contains(i),
@@ -497,7 +493,7 @@ struct DetectionPlanner {
                     otherEnd: hidden.otherEnd.map(toFrame), cameraStill: hidden.cameraStill, secondsBeyond: hidden.secondsBeyond,
                     whenSearchesGaveUp: hidden.whenSearchesGaveUp.map(toFrame),
                     seenOnceReachingBeyondEdge: follows[hidden.track].map { $0.lost && $0.foundReachingBeyondEdge } == true
-                        && tracker.observations(of: hidden.track).count == 1) : nil)
+                        && hidden.sightings == 1) : nil)
         }
         return hidingPolicy.regions(faces)
     }
@@ -592,11 +588,13 @@ struct DetectionPlanner {
     /// where each may be on it, in its pixels.
     func pendingFaceReach(_ index: Int) -> [FaceRect] {
         guard let frame = frame(index), !strict else { return [] }
-        return follows.compactMap { id, follow in
-            guard follow.isPending(on: index) else { return nil }
-            let reach = tracker.observations(of: id).count >= 2 ? hiding.pendingReach.knownMotion : hiding.pendingReach.unknownMotion
-            return tracker.reach(of: id, at: frame.time, speed: reach.speed, maxGrowth: reach.growth).map(frame.travel.toFrame)
-        }
+        let pending = Set(follows.compactMap { id, follow in follow.isPending(on: index) ? id : nil })
+        guard !pending.isEmpty else { return [] }
+        let reach = hiding.pendingReach
+        return tracker.reaches(of: pending, at: frame.time) { sightings in
+            let pace = sightings >= 2 ? reach.knownMotion : reach.unknownMotion
+            return (pace.speed, pace.growth)
+        }.map(frame.travel.toFrame)
     }
 
     // MARK: Choosing the next pass
@@ -654,7 +652,7 @@ struct DetectionPlanner {
         // Picture that came in after an area's search and left before its next: searched on the
         // frame that shows most of it, as urgently as the oldest frame showing any of it. (Where
         // the camera turned back, each frame before the turn shows a little more of the strip:
-        // searched oldest first, the crowd clip's frames were searched one by one.)
+        // searched oldest first, the frames would be searched one by one.)
         for i in vouchingAreas where !strict && !inFlight.contains(i == 0 ? .whole : .tile(i)) {
             var oldestShowing: Int?, most: (frame: Int, blocks: Int)?
             for frame in frames {
@@ -761,9 +759,8 @@ struct DetectionPlanner {
     /// square of the frame nearest to it instead, so that the follow still
     /// runs (and misses, if the face left).
     /// Whole pixels, each side rounded outwards: rounding the origin and the
-    /// size apart once made a square 0 px inside the picture, which no
-    /// search could run on; it stayed due, held every other search back, and
-    /// the offline `blur` of the crowd clip hung.
+    /// size apart can make a square 0 px inside the picture, which no
+    /// search can run on: it would stay due and hold every other search back.
     static func followSquare(around box: FaceRect, side: Double, reachBeyondEdge: Double, width: Int, height: Int) -> FaceRect {
         let reach = min(side / 2, reachBeyondEdge * max(box.width, box.height))
         let (reachX, reachY) = (min(reach, Double(width) / 2), min(reach, Double(height) / 2))
@@ -859,8 +856,8 @@ struct DetectionPlanner {
             }
             // The face found may be another track's (faces crossing, or this one found twice): seen
             // there by it, or expected nearer by it. A face lost behind someone, searched for in an
-            // ever wider square, otherwise took a passer-by's face for its own (the fixed clip: the
-            // region between the two faces' boxes hid the street between them).
+            // ever wider square, would otherwise take a passer-by's face for its own, and the region
+            // between the two faces' boxes hide the picture between them.
             var owner: Int?, expectedElsewhere = false
             if let match, let e = expected {
                 owner = tracker.owner(of: rest[match], at: frame.time, excluding: id, within: frameSpan * UInt64(searches.followEvery))
@@ -951,10 +948,9 @@ struct DetectionPlanner {
                 follows[a.id]!.foundReachingBeyondEdge = Self.shareInPicture(box, width: width, height: height) < 1
             } else {
                 // A sighting on a frame before the follow's latest search says nothing of where the
-                // face is now: the misses after it stand. (A search of an older frame that finished
-                // late, such as the search of picture no search saw, reset them: a face that had left
-                // through an edge was followed again from scratch, each reset restarting its count of
-                // misses, while its region went on growing beside the edge on the crowd clip.)
+                // face is now: the misses after it stand. (A search of an older frame that finishes
+                // late, such as the search of picture no search saw, would otherwise restart the count
+                // of a face that left through an edge, while its region went on growing beside it.)
                 if index >= follows[a.id]!.checkedThrough {
                     follows[a.id]!.misses = 0
                     follows[a.id]!.lost = false

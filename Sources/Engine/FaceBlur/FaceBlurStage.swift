@@ -122,20 +122,30 @@ public struct FaceBlurSettings: Equatable, Sendable {
 /// - Anonymisation works in place on the I420/NV12 planes: Y is pixelated
 ///   in cells of 1/`cellsAcross` of the region; chroma the same at half size.
 ///
-/// Threading: `process`/`drain` on the streaming thread (one at a time);
-/// `workers` detection threads, each with its own detector (two, each on
-/// one OpenCV thread); live, one spare-time thread with its own detector
-/// in the kernel's idle class with its own `SpareCPUMeter` (`spareTimeLoop`); shared state (queue,
-/// planner, tracker) under `condition`; a pass copies the luma it needs
-/// under the lock and runs outside it. Offline, only the streaming thread
-/// plans passes and records their outcomes; the detection threads run
-/// the networks on the copies it hands them.
-///
-/// Measured (720p, this machine, one OpenCV thread): a whole-frame pass
-/// costs ~45 ms at 640 wide (~105 ms at 960), a 480×416 tile ~44 ms, a
-/// 96×96 follow search ~4 ms; CenterFace finds faces down to ~22 px of
-/// network input, and around a known face (2.5× its size scaled to 96 px)
-/// it found every face from 20 to 400 px of the benchmark clip.
+/// Threads and locks. One lock, `condition`, guards the delay line (`queue`),
+/// the planner (scheduler, tracker, hiding policy), the counters, and, offline,
+/// the planned passes and their outcomes. Who runs what:
+/// - **The streaming thread** (GStreamer's, one call at a time: `process`,
+///   `drain`). Outside the lock: the frame's 8×8 block means and the camera
+///   motion estimate (about a millisecond at 720p), and the pixelation of the
+///   frames that leave (`finish`). Under the lock: adding the frame to the
+///   planner (linear in blocks and areas), and for each frame that leaves
+///   its hidden regions (`DetectionPlanner.hiddenRegions`: linear in tracks
+///   and their sightings) and, for a late frame, its unconfirmed cells
+///   (linear in blocks). Offline it also plans the next searches and applies
+///   their outcomes, in an order fixed by the file (`planAhead`,
+///   `applyNextOutcome`), waiting on `condition` for the detection threads.
+/// - **`workers` detection threads** (`detectionLoop`), each with its own
+///   detectors. Under the lock: live, choosing the next search
+///   (`DetectionPlanner.nextPass`) and copying the luma it needs; recording
+///   what it found (`DetectionPlanner.record`: matching to tracks, linear in
+///   the found boxes times the tracks). Outside it: the network run, tens of
+///   milliseconds, the only slow step.
+/// - **Live, one spare-time thread** (`spareTimeLoop`) in the kernel's idle
+///   class, with its own detector and `SpareCPUMeter`: as a detection thread,
+///   for the spare-time tiles only.
+/// No network runs and no frame is pixelated under the lock, so the streaming
+/// thread waits for the lock at most the length of one planner step.
 public final class FaceBlurStage: FrameProcessor {
     public var name: String { "face blur (\(settings.mode.rawValue))" }
 
@@ -147,10 +157,9 @@ public final class FaceBlurStage: FrameProcessor {
     /// Each detection thread's detectors: CenterFace in floating point for
     /// whole frames and tiles; for follows in 8-bit integers screened by the
     /// float network where that network is installed (else in floating point
-    /// too); and YuNet when follows run on it first. Measured on both halves
-    /// of the corpus (bench/centerface_recall.py): 8 bits lose faces in tiles
+    /// too); and YuNet when follows run on it first. 8 bits lose faces in tiles
     /// that the float network is sure of, on faces the calibration never saw,
-    /// but not in follow squares.
+    /// but not in follow squares (docs/privacy.md, Networks).
     private struct Detectors {
         var centerFace: any FaceDetecting
         var follows: any FaceDetecting
@@ -445,9 +454,8 @@ public final class FaceBlurStage: FrameProcessor {
     /// traced back onto them too. Settled is not final: a frame is settled once the whole frame and
     /// every tile were searched on it or after it, and a face the detector only finds a few frames
     /// later (coming in at a corner, half out of the picture) is then looked for backwards only
-    /// through the frames still held. Held until a whole tile cycle has passed, the moving clip's
-    /// face entering at a corner during the push-in was hidden on the two frames it had been
-    /// left on (recognisable 2 → 0; crowd and fixed unchanged; peak RSS unchanged within a few MB).
+    /// through the frames still held. Held until a whole tile cycle has passed, a face entering at
+    /// a corner is hidden on the frames before the search that found it as well.
     private var framesKeptBack: Int { realTime ? 0 : max(searches.wholeEvery, searches.tileEvery) }
 
     /// Under the lock, `lower_fps`: whether to take in this frame: only while
@@ -457,18 +465,15 @@ public final class FaceBlurStage: FrameProcessor {
 
     /// Offline: passes planned ahead per detection thread, so that a thread
     /// done with a short follow finds the next passes waiting while another
-    /// runs a tile. With 2, the crowd clip ran at 24 fps; with 8 at 28, as
-    /// fast as recording passes in the order they finished.
+    /// runs a tile: as fast as recording passes in the order they finished.
     static let planAheadPerWorker = 8
     /// Offline: frames taken in after a pass was planned by which its
     /// outcome is applied. Applied only when the oldest frame waited, a
     /// face's follows (each planned from the last one's outcome) fell
-    /// behind while the decoder filled the delay line: a big face leaving
-    /// the moving clip was next searched for 8 frames after its last
-    /// sighting. Measured offline at trace level, frames hiding beyond faces
-    /// (moving, fixed, crowd) and speed: no lag 14, 13, 11 at 28, 32, 29 fps;
-    /// 1 frame 6, 12, 15 at 27, 28, 22 fps (the decoder waits on every
-    /// pass); 2 frames 2, 7, 15 at 33, 32, 27 fps; 4 frames 10, 6, 11.
+    /// behind while the decoder filled the delay line, and a big face leaving
+    /// was next searched for many frames after its last sighting; with a lag
+    /// of one frame the decoder waits on every pass. Two frames is the
+    /// shortest lag at which neither happens.
     static let applyLag = 2
 
     /// Streaming thread, under the lock, offline: plans the passes due, up
@@ -921,9 +926,9 @@ public final class FaceBlurStage: FrameProcessor {
     /// include the one `expected`; then CenterFace searches again (it finds
     /// more of the small, dark, turned and half-cut faces), so a follow
     /// misses only when both miss. (Asking CenterFace only on the miss that
-    /// gives a face up let a face through on the demo clip: the first miss
-    /// of a trace back at the picture's edge went unchecked, and by the
-    /// second the square had grown too large for a 45 px face.)
+    /// gives a face up would leave the first miss of a trace back at the
+    /// picture's edge unchecked, and by the second the square has grown too
+    /// large for a small face.)
     /// `retried`: CenterFace searched.
     static func follow(expecting expected: FaceRect,
                        yuNet: () throws -> [FaceDetection],

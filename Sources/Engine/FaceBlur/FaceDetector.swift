@@ -62,8 +62,8 @@ public protocol FaceDetecting: AnyObject {
 }
 
 /// What runs the CenterFace network. The same model, pre- and post-processing
-/// either way; ONNX Runtime is 2.3 to 4.8 times faster on it than Debian's
-/// OpenCV 4.6 (docs/privacy.md).
+/// either way; ONNX Runtime is several times faster on it than Debian's
+/// OpenCV.
 public enum InferenceRuntime: String, Sendable, CaseIterable {
     /// ONNX Runtime where `scripts/fetch-face-model` installed it (x86_64 and
     /// aarch64), else OpenCV DNN, with a warning saying which file is missing.
@@ -79,8 +79,8 @@ public enum InferenceRuntime: String, Sendable, CaseIterable {
 public enum SearchPrecision: String, Sendable, CaseIterable {
     /// Every search in 8-bit integers where ONNX Runtime and the quantised
     /// model are installed, what it is unsure of settled in floating point
-    /// (`ScreenedDetector`: alone, the 8-bit network found a large false
-    /// face on one clip, docs/privacy.md).
+    /// (`ScreenedDetector`: alone, the 8-bit network scores some non-faces
+    /// above the threshold).
     case auto
     /// Every search in floating point.
     case float
@@ -263,12 +263,11 @@ public final class FaceDetector: FaceDetecting {
 /// reference on a square around it (the size and input of a follow: 2.5
 /// times its size, at 96 × 96) and kept only where the reference finds a
 /// face there, with the reference's box. CenterFace in 8 bits scores some
-/// non-faces just above the threshold (a 200 × 240 "face" at 0.34 where the
-/// float network gives 0.14: docs/privacy.md), so its unsure finds are the
-/// float network's call. The reference answers at `settle` (0.2), below the
-/// search threshold: two networks agreeing is evidence enough, and in the
-/// follow square, a different scale and crop from the tile's, small faces
-/// at dusk score lower (a 21 px face: 0.28 there, 0.47 in the 8-bit tile search).
+/// non-faces just above the threshold where the float network scores them
+/// well below it, so its unsure finds are the float network's call. The
+/// reference answers at `settle` (0.2), below the search threshold: two
+/// networks agreeing is evidence enough, and in the follow square, a
+/// different scale and crop from the search's, small faces at dusk score lower.
 ///
 /// Threading: as its two detectors, one thread uses it.
 public final class ScreenedDetector: FaceDetecting {

@@ -4,8 +4,7 @@
 /// where the tracker expects it) instead of running the network.
 ///
 /// Why: in a crowd the searches around faces already found cost most of the
-/// detection time (about two thirds on the crowd clip of `bench/live-faces`:
-/// one network run per face every 2 to 8 frames), and a live stage that
+/// detection time (one network run per face every 2 to 8 frames), and a live stage that
 /// cannot keep up has to pixelate what it could not search. A template match
 /// costs about a hundredth of a network run. It only ever moves a known
 /// face's box; finding faces stays the network's (whole-frame and tile

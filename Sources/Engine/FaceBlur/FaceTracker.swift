@@ -79,17 +79,16 @@ public struct FaceTracker {
     /// track takes at most one of its detections, the nearest first; and a
     /// track already seen on this frame by another pass takes only a
     /// detection that overlaps that sighting. (Two boxes given to one track
-    /// are united: on the fixed clip a walker passing just below a standing
-    /// face was found beside it by one tile, taken for it, and the united
-    /// box, steered by the walker, hid a growing stretch of the street for a
-    /// second.)
+    /// are united: a walker passing just below a standing face, found beside
+    /// it and taken for it, would steer the united box and hide a growing
+    /// stretch of the picture.)
     @discardableResult
     public mutating func update(detections: [FaceRect], time: UInt64) -> [Assignment] {
         // Each track's expected face, and its sighting on this frame by another pass (if any). A
         // track held past `holdNs` only because the camera kept it out of sight takes no detection:
         // it hides where the face may be, no more. (Expected where its last sightings' motion led,
-        // it took a face coming in at the edge two seconds after its own had left through it, and
-        // the region between the two sightings hid a strip of the picture: the moving clip.)
+        // it could take a face coming in at the edge long after its own had left through it, and
+        // the region between the two sightings would hide a strip of the picture.)
         let expected = tracks.map { track in
             let pastHold = plainHoldEnd(track) < time
             return (near: pastHold ? nil : predicted(track.observations, at: time), seen: track.observations.first { $0.time == time }?.rect)
@@ -254,8 +253,8 @@ public struct FaceTracker {
         // the end the mark's own track is at: a trace back that gave up before the earliest
         // sighting, a follow that gave up after the latest. A mark from the other end lay between
         // sightings of the face: hide the whole again. (Both cleared, a face rising through the
-        // bottom edge of the fixed clip, found twice, was hidden to the edge with a growing region
-        // on the frames before the trace back had given up on it.)
+        // bottom edge, found twice, would be hidden to the edge with a growing region on the
+        // frames before the trace back had given up on it.)
         func earlier(_ a: Track, _ b: Track) -> Bool { (a.observations.first?.time ?? .max) < (b.observations.first?.time ?? .max) }
         func later(_ a: Track, _ b: Track) -> Bool { (a.observations.last?.time ?? 0) > (b.observations.last?.time ?? 0) }
         tracks[into].goneBefore = earlier(folded, mine) ? folded.goneBefore : earlier(mine, folded) ? mine.goneBefore : nil
@@ -336,6 +335,8 @@ public struct FaceTracker {
         public var track: Int
         public var region: FaceRect
         public var beyond: FaceRect?
+        /// How many sightings the track has.
+        public var sightings = 0
         public var searchedAndGone = false
         public var face: FaceRect
         public var secondsBeyond = 0.0
@@ -357,7 +358,8 @@ public struct FaceTracker {
             let beyond = time < first.time ? first.rect : time > last.time ? last.rect : nil
             let secondsBeyond = Double(time < first.time ? first.time - time : time > last.time ? time - last.time : 0) / 1e9
             guard let goneAt = track.goneMark(at: time) else {
-                return Hidden(track: track.id, region: region, beyond: beyond, face: face, secondsBeyond: secondsBeyond)
+                return Hidden(track: track.id, region: region, beyond: beyond, sightings: track.observations.count, face: face,
+                              secondsBeyond: secondsBeyond)
             }
             // Gone: what is left of the face in the picture was too little for a search to find. It is
             // where its own steady motion carries it (a walker leaving goes on leaving, one sliding
@@ -389,19 +391,24 @@ public struct FaceTracker {
             let grow = settings.margin + min(settings.maxGoneGrowth, settings.motion * since)
             let (dx, dy) = (sighting.width * grow, sighting.height * grow)
             let near = FaceRect(x: whenGone.x - dx, y: whenGone.y - dy, width: whenGone.width + 2 * dx, height: whenGone.height + 2 * dy)
-            return Hidden(track: track.id, region: near, beyond: beyond, searchedAndGone: true, face: whenGone, secondsBeyond: secondsBeyond,
+            return Hidden(track: track.id, region: near, beyond: beyond, sightings: track.observations.count, searchedAndGone: true,
+                          face: whenGone, secondsBeyond: secondsBeyond,
                           otherEnd: otherEnd.rect, cameraStill: cameraStill(from: min(time, end.time), through: max(time, end.time)),
                           whenSearchesGaveUp: whenGaveUp ?? whenGone)
         }
     }
 
-    /// Where track `id`'s face may be in the frame captured at `time` when
-    /// that frame must leave before a search looked for the face on it (a
-    /// late frame whose follow or trace back had not reached it): the same
-    /// region as `regions(at:)`, at any distance from the sightings, grown
-    /// by `speed` box sizes per second of distance up to `maxGrowth`.
-    public func reach(of id: Int, at time: UInt64, speed: Double, maxGrowth: Double) -> FaceRect? {
-        tracks.first { $0.id == id }.flatMap { hiddenRegion($0, at: time, speed: speed, maxGrowth: maxGrowth)?.region }
+    /// Where each track in `ids` may be in the frame captured at `time` when that frame must leave
+    /// before a search looked for the face on it (a late frame whose follow or trace back had not
+    /// reached it): the region `hidden(at:)` gives between and beyond sightings, at any distance
+    /// from them, grown by `speed` face sizes per second of distance up to `maxGrowth`, at the pace
+    /// that `pace` gives for the track's number of sightings. One pass over the tracks.
+    func reaches(of ids: Set<Int>, at time: UInt64, pace: (_ sightings: Int) -> (speed: Double, maxGrowth: Double)) -> [FaceRect] {
+        tracks.compactMap { track in
+            guard ids.contains(track.id) else { return nil }
+            let (speed, maxGrowth) = pace(track.observations.count)
+            return hiddenRegion(track, at: time, speed: speed, maxGrowth: maxGrowth)?.region
+        }
     }
 
     /// Whether two sightings of a track are further apart (centres, in face
@@ -419,8 +426,8 @@ public struct FaceTracker {
     /// in pixels per second: between that sighting and the nearest one at least
     /// `steadyMotionSpan.lowerBound` before (after) it, within its upper bound. Nil when the
     /// sightings do not span that long, when the camera moved between them (a face's motion through
-    /// the scene then mixes its own with the camera model's error: carried on, that error took the
-    /// region off faces that stood still, on the moving clips), or when the motion is faster than a
+    /// the scene then mixes its own with the camera model's error: carried on, that error takes the
+    /// region off faces that stand still), or when the motion is faster than a
     /// face moves (two faces taken for one).
     func steadyMotion(_ list: [Observation], fromFirst: Bool) -> (x: Double, y: Double)? {
         guard let end = fromFirst ? list.first : list.last, let other = motionPartner(list, fromFirst: fromFirst),

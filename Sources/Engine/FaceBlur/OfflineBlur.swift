@@ -38,10 +38,8 @@ public enum OfflineBlur {
     }
 
     /// `encoderPreset`: x264's speed preset. At the same quantiser the picture
-    /// quality is the same (the benchmark clip: 44.9 dB PSNR ultrafast, 45.2 dB
-    /// veryfast); slower presets make smaller files (ultrafast's are ~1.6×
-    /// veryfast's) and cost more CPU (x264 veryfast alone runs 720p at ~95 fps
-    /// on this 2-core machine, ultrafast at ~220 fps).
+    /// quality is about the same; slower presets make smaller files and cost
+    /// more CPU.
     ///
     /// The output is written to a hidden temporary file beside it and moved
     /// to its name only once complete and playable (see `OutputFile`): the
