@@ -53,7 +53,7 @@ struct Similarity: Equatable, CustomStringConvertible {
 ///
 /// When the camera moves, every face moves with it: the tracker then
 /// works in *scene* coordinates (an earlier frame's pixels, see
-/// `DetectionPlanner.Travel`), where a person standing still stays still
+/// `SceneMotion`), where a person standing still stays still
 /// while the camera pans, zooms or rolls, so predictions, follow searches,
 /// traces back and hidden regions land where the face is. Searches are
 /// still scheduled on plain block changes, never on this model's word: a

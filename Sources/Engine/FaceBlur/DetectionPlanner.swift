@@ -104,17 +104,7 @@ struct DetectionPlanner {
         var covered: Set<Int> = []
     }
 
-    /// Where the camera has taken the picture since the scene's reference
-    /// frame (see `CameraMotion`: pan, tilt, zoom, roll): a point of the
-    /// scene seen at p in a frame has scene coordinates `toScene(p)`. The
-    /// tracker works in scene coordinates, where a person standing still
-    /// stays put while the camera pans, pushes in or rolls.
-    struct Travel: Equatable {
-        /// Frame pixels → scene.
-        var frameToScene = Similarity.identity
-        func toScene(_ r: FaceRect) -> FaceRect { frameToScene.apply(r) }
-        func toFrame(_ r: FaceRect) -> FaceRect { frameToScene.inverse.apply(r) }
-    }
+    typealias Travel = SceneMotion.Travel
 
     /// The whole frame or one tile, and what it looked like when last searched.
     struct Area {
@@ -195,12 +185,9 @@ struct DetectionPlanner {
     private(set) var draining = false
     /// Passes being run (several detection threads): not offered again until recorded.
     private(set) var inFlight: [Kind] = []
-    /// The camera's travel at the latest frame, and its latest speed (scene pixels per frame).
-    private var travel = Travel()
-    private(set) var cameraSpeed = 0.0
-    /// Scenes started so far, and the last one's transform from the scene before.
-    private(set) var sceneEpoch = 0
-    private var lastRebase = Similarity.identity
+    /// The camera's travel through the scene, and the scene's rebases.
+    private(set) var scene = SceneMotion()
+    var sceneEpoch: Int { scene.epoch }
 
     /// A planner for frames of `width`×`height`, its tracker following `tuning.tracking`.
     init(tuning: PrivacyTuning, strict: Bool = false, width: Int, height: Int) {
@@ -295,16 +282,11 @@ struct DetectionPlanner {
     /// the previous frame to where it is in this one (`CameraTracker`,
     /// estimated by the stage).
     mutating func add(index: Int, time: UInt64, blocks: [UInt8], cameraMotion: Similarity = .identity) {
-        travel.frameToScene = travel.frameToScene.after(cameraMotion.inverse)
-        // How far the picture moved, on average over the frame, in scene pixels: the centre's
-        // shift, and what zoom and roll add at a typical distance from it.
-        let centre = cameraMotion.displacement(ofX: Double(width) / 2, y: Double(height) / 2)
-        let zoomAndRoll = (abs(cameraMotion.scale - 1) + abs(cameraMotion.angle)) * Double(width + height) / 4
-        cameraSpeed = ((centre.dx * centre.dx + centre.dy * centre.dy).squareRoot() + zoomAndRoll) * travel.frameToScene.scale
-        if abs(log(travel.frameToScene.scale)) > log(2) || abs(travel.frameToScene.angle) > 0.5 { rebaseScene() }
+        if let sceneToNew = scene.advance(by: cameraMotion, width: width, height: height) { carry(into: sceneToNew) }
+        let (travel, cameraSpeed) = (scene.travel, scene.cameraSpeed)
         tracker.noteCamera(moving: cameraSpeed > tracker.settings.stillCameraSpeed, at: time)
         if let previous = frames.last?.time, time > previous {
-            let (travel, width, height, outOfSight) = (travel, width, height, tracker.settings.outOfSightShare)
+            let (width, height, outOfSight) = (width, height, tracker.settings.outOfSightShare)
             tracker.holdWhileOutOfSight(at: time, for: time - previous) {
                 Self.shareInPicture(travel.toFrame($0), width: width, height: height) < outOfSight
             }
@@ -317,27 +299,14 @@ struct DetectionPlanner {
         frames.append(frame)
     }
 
-    /// Makes the latest frame's pixels the scene's again (its transform the
-    /// identity), carrying every sighting and held frame along: a long zoom
-    /// or roll would otherwise leave the scene at a scale or angle where
-    /// face sizes in scene pixels stop meaning much. Boxes stay upright.
-    private mutating func rebaseScene() {
-        let sceneToNew = travel.frameToScene.inverse
+    /// The scene was rebased (`SceneMotion`): every sighting, held frame and search is carried
+    /// into the new one.
+    private mutating func carry(into sceneToNew: Similarity) {
         tracker.transform(by: sceneToNew)
-        for k in frames.indices { frames[k].travel.frameToScene = sceneToNew.after(frames[k].travel.frameToScene) }
-        for k in areas.indices {
-            if let then = areas[k].searchedTravel { areas[k].searchedTravel = Travel(frameToScene: sceneToNew.after(then.frameToScene)) }
-        }
-        for k in recentSearches.indices {
-            recentSearches[k].travel.frameToScene = sceneToNew.after(recentSearches[k].travel.frameToScene)
-        }
-        cameraSpeed *= sceneToNew.scale
-        travel = Travel()
-        sceneEpoch += 1
-        lastRebase = sceneToNew
+        for k in frames.indices { frames[k].travel = frames[k].travel.rebased(by: sceneToNew) }
+        for k in areas.indices { areas[k].searchedTravel = areas[k].searchedTravel?.rebased(by: sceneToNew) }
+        for k in recentSearches.indices { recentSearches[k].travel = recentSearches[k].travel.rebased(by: sceneToNew) }
     }
-
-
 
     /// The oldest frame left the delay line.
     mutating func removeOldest() {
@@ -743,7 +712,7 @@ struct DetectionPlanner {
         let frames = max(1, Double(b.time - a.time) / Double(frameSpan))
         let dx = b.rect.center.x - a.rect.center.x, dy = b.rect.center.y - a.rect.center.y
         // The face's own motion in the scene, and a quarter of the camera's (its estimate may be off).
-        let perFrame = (dx * dx + dy * dy).squareRoot() / frames + 0.25 * cameraSpeed
+        let perFrame = (dx * dx + dy * dy).squareRoot() / frames + 0.25 * scene.cameraSpeed
         let size = min(b.rect.width, b.rect.height)
         guard perFrame > 0 else { return searches.followEvery }
         return max(2, min(searches.followEvery, Int(0.5 * size / perFrame)))
@@ -811,8 +780,8 @@ struct DetectionPlanner {
             // The scene was rebased while the pass ran: its frame's transform into the new one.
             if let held = self.frame(pass.frame) {
                 pass.travel = held.travel
-            } else if pass.sceneEpoch == sceneEpoch - 1 {
-                pass.travel.frameToScene = lastRebase.after(pass.travel.frameToScene)
+            } else if let now = scene.current(pass.travel, readIn: pass.sceneEpoch) {
+                pass.travel = now
             } else {
                 found = []
             }
