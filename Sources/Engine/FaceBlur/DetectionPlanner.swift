@@ -126,28 +126,6 @@ struct DetectionPlanner {
         var travel: Travel
     }
 
-    /// What the planner knows about following a track.
-    struct Follow {
-        /// The latest frame on which the face was searched for (found or not).
-        var checkedThrough: Int
-        var born: Int
-        var misses = 0
-        var lost = false
-        /// The earliest frame searched backwards; nil when the trace is over.
-        var frontier: Int?
-        var backMisses = 0
-        /// Follows answered by the face's template since the network last found it.
-        var templateStreak = 0
-        /// The box that started the track reached beyond the frame's edge, into the mirrored
-        /// margin of the search that found it.
-        var foundReachingBeyondEdge = false
-        /// Whether a search has still to look for the face on frame `index`:
-        /// its follow has not reached it yet, or its trace back is still heading for it.
-        func isPending(on index: Int) -> Bool {
-            (born <= index && !lost && checkedThrough < index) || (frontier ?? Int.min) > index
-        }
-    }
-
     static let block = 8
 
     /// The schedule (`PrivacyTuning.Searches.effective`) and the hiding rules' values.
@@ -320,7 +298,7 @@ struct DetectionPlanner {
         // Tracks no queued frame can need any more.
         for id in tracker.prune(now: oldest.time) { follows[id] = nil }
         // A trace cannot go below the oldest frame still held.
-        for id in follows.keys where (follows[id]?.frontier ?? Int.max) <= oldest.index { follows[id]?.frontier = nil }
+        for id in follows.keys { follows[id]?.framesLeft(through: oldest.index) }
     }
 
     /// End of stream: passes due after the last frame run on it instead.
@@ -461,7 +439,7 @@ struct DetectionPlanner {
                 gone: hidden.searchedAndGone ? HidingPolicy.Face.Gone(
                     otherEnd: hidden.otherEnd.map(toFrame), cameraStill: hidden.cameraStill, secondsBeyond: hidden.secondsBeyond,
                     whenSearchesGaveUp: hidden.whenSearchesGaveUp.map(toFrame),
-                    seenOnceReachingBeyondEdge: follows[hidden.track].map { $0.lost && $0.foundReachingBeyondEdge } == true
+                    seenOnceReachingBeyondEdge: follows[hidden.track].map { $0.isLost && $0.foundReachingBeyondEdge } == true
                         && hidden.sightings == 1) : nil)
         }
         return hidingPolicy.regions(faces)
@@ -476,7 +454,7 @@ struct DetectionPlanner {
             parts.append("area \(i): last search \(areas[i].lastSearch.map(String.init) ?? "none"), dirty since \(areas[i].dirtySince.map(String.init) ?? "none"), \(unvouchedBlocks(i, index).count) blocks out of its sight")
         }
         for (id, f) in follows.sorted(by: { $0.key < $1.key }) where f.isPending(on: index) {
-            parts.append("follow \(id): born \(f.born), checked through \(f.checkedThrough), misses \(f.misses), lost \(f.lost), frontier \(f.frontier.map(String.init) ?? "none"), interval \(followInterval(id))")
+            parts.append("follow \(id): born \(f.born), checked through \(f.checkedThrough), ahead \(f.ahead), behind \(f.behind), interval \(followInterval(id))")
         }
         return parts.joined(separator: "; ")
     }
@@ -585,15 +563,15 @@ struct DetectionPlanner {
             return max(due, oldest.index)
         }
         for (id, follow) in follows.sorted(by: { $0.key < $1.key }) where !strict {
-            if let f = follow.frontier, f > oldest.index, !inFlight.contains(.follow(track: id, backwards: true)) {
+            if case .tracing(let f, let misses) = follow.behind, f > oldest.index, !inFlight.contains(.follow(track: id, backwards: true)) {
                 // Backwards in the same steps as forwards (frames between are interpolated), one by one after a miss.
-                let t = max(oldest.index, f - (follow.backMisses > 0 ? 1 : followInterval(id)))
-                offer(t, 0) { followPass(id, frame: t, backwards: true, misses: follow.backMisses) }
+                let t = max(oldest.index, f - (misses > 0 ? 1 : followInterval(id)))
+                offer(t, 0) { followPass(id, frame: t, backwards: true, misses: misses) }
             }
-            if !follow.lost, !inFlight.contains(.follow(track: id, backwards: false)) {
-                let due = follow.checkedThrough + (follow.misses > 0 ? 1 : followInterval(id))
+            if case .following(let misses) = follow.ahead, !inFlight.contains(.follow(track: id, backwards: false)) {
+                let due = follow.checkedThrough + (misses > 0 ? 1 : followInterval(id))
                 if follow.checkedThrough < newest.index, let t = target(due) {
-                    offer(t, 1) { followPass(id, frame: t, backwards: false, misses: follow.misses) }
+                    offer(t, 1) { followPass(id, frame: t, backwards: false, misses: misses) }
                 }
             }
         }
@@ -852,29 +830,24 @@ struct DetectionPlanner {
                     sightings.append(Sighting(track: id, rect: pass.travel.toFrame(rect)))
                 }
                 if backwards {
-                    follow.backMisses = 0
-                    // Merged with a track that knew the earlier frames: its trace (if any) goes on, this one is done.
-                    if !merged { follow.frontier = pass.frame }
-                } else { follow.misses = 0; follow.lost = false }
+                    follow.found(behindOn: pass.frame, merged: merged)
+                } else {
+                    follow.found(aheadOn: pass.frame)
+                }
             } else {
                 // Not found (or someone else's face there, in front of it: faces crossing). One seen
                 // there by another track is that track's sighting already; one another track expects
                 // goes to the tracks with the rest.
                 if let match, owner != nil, !expectedElsewhere { rest.remove(at: match) }
                 if backwards {
-                    follow.backMisses += 1
-                    follow.frontier = follow.backMisses >= searches.backtraceMisses ? nil : pass.frame
-                    if follow.frontier == nil { tracker.markGone(id, at: frame.time, afterLastSighting: false) }
-                } else {
-                    follow.misses += 1
-                    if follow.misses >= searches.followMisses {
-                        follow.lost = true
-                        tracker.markGone(id, at: frame.time, afterLastSighting: true)
+                    if follow.missed(behindOn: pass.frame, giveUpAfter: searches.backtraceMisses) {
+                        tracker.markGone(id, at: frame.time, afterLastSighting: false)
                     }
+                } else if follow.missed(aheadOn: pass.frame, giveUpAfter: searches.followMisses) {
+                    tracker.markGone(id, at: frame.time, afterLastSighting: true)
                 }
             }
-            if !backwards { follow.checkedThrough = max(follow.checkedThrough, pass.frame) }
-            if let f = follow.frontier, f <= (oldest?.index ?? 0) { follow.frontier = nil }
+            follow.framesLeft(through: oldest?.index ?? 0)
             follows[id] = follow
             // Other faces in the square: other tracks, or new ones.
             let assigned = tracker.update(detections: rest, time: frame.time)
@@ -897,11 +870,7 @@ struct DetectionPlanner {
         tracker.merge(other, into: id)
         var f = mine
         if let o = follows.removeValue(forKey: other) {
-            f.born = min(f.born, o.born)
-            f.checkedThrough = max(f.checkedThrough, o.checkedThrough)
-            f.lost = f.lost && o.lost
-            // The other track knew the earlier frames: its trace (if any) replaces this one.
-            f.frontier = earlier ? o.frontier : (o.frontier.map { min(f.frontier ?? $0, $0) } ?? f.frontier)
+            f.absorb(o, otherIsEarlier: earlier, giveUpAfter: searches.followMisses)
         }
         return f
     }
@@ -912,19 +881,14 @@ struct DetectionPlanner {
         for (a, box) in zip(assignments, boxes) {
             if a.isNew || follows[a.id] == nil {
                 // Follow it from here on, and trace it back through the held frames.
-                let back: Int? = index > (oldest?.index ?? index) ? index : nil
-                follows[a.id] = Follow(checkedThrough: index, born: index, frontier: back)
+                follows[a.id] = Follow(foundOn: index, traceBack: index > (oldest?.index ?? index))
                 follows[a.id]!.foundReachingBeyondEdge = Self.shareInPicture(box, width: width, height: height) < 1
             } else {
                 // A sighting on a frame before the follow's latest search says nothing of where the
                 // face is now: the misses after it stand. (A search of an older frame that finishes
                 // late, such as the search of picture no search saw, would otherwise restart the count
                 // of a face that left through an edge, while its region went on growing beside it.)
-                if index >= follows[a.id]!.checkedThrough {
-                    follows[a.id]!.misses = 0
-                    follows[a.id]!.lost = false
-                }
-                follows[a.id]!.checkedThrough = max(follows[a.id]!.checkedThrough, index)
+                follows[a.id]!.found(aheadOn: index)
                 follows[a.id]!.templateStreak = 0   // the network found it: its template is fresh
             }
         }

@@ -425,7 +425,7 @@ final class DetectionPlannerTests: XCTestCase {
         XCTAssertEqual(p.follows.count, 1)
         // Gone from frame 1 on: a few misses, then it is lost (the tracker's hold still covers it).
         for i in 1...12 { add(&p, i, [(13, 9)]); runDue(&p) }
-        XCTAssertTrue(p.follows.values.allSatisfy(\.lost))
+        XCTAssertTrue(p.follows.values.allSatisfy(\.isLost))
         XCTAssertTrue((0...12).allSatisfy(p.isSettled))
         XCTAssertFalse(p.tracker.regions(at: 10 * Self.frameNs).isEmpty, "held")
     }
@@ -450,15 +450,15 @@ final class DetectionPlannerTests: XCTestCase {
                 if pass.kind == .whole, pass.frame == 4, late == nil { late = pass; continue }
                 p.record(pass, found: present.contains(pass.frame) ? [face] : [])
             }
-            if let pass = late, let follow = p.follows.values.first, follow.misses == 2, missesBeforeIt == 0 {
-                missesBeforeIt = follow.misses
+            if let pass = late, let follow = p.follows.values.first, follow.missesAhead == 2, missesBeforeIt == 0 {
+                missesBeforeIt = follow.missesAhead
                 p.record(pass, found: [face])
-                XCTAssertEqual(p.follows.values.first?.misses, 2, "frame \(i): the misses after frame 4 stand")
+                XCTAssertEqual(p.follows.values.first?.missesAhead, 2, "frame \(i): the misses after frame 4 stand")
             }
         }
         XCTAssertEqual(missesBeforeIt, 2, "the slow search finished between the second and third miss")
         let follow = try XCTUnwrap(p.follows.values.first)
-        XCTAssertTrue(follow.lost)
+        XCTAssertTrue(follow.isLost)
         let lastSeen = Int(try XCTUnwrap(p.tracker.observations(of: p.follows.keys.first!).last).time / Self.frameNs)
         XCTAssertEqual(lastSeen, present.upperBound)
         XCTAssertLessThanOrEqual(follow.checkedThrough, lastSeen + p.searches.followEvery + 2,
@@ -481,7 +481,7 @@ final class DetectionPlannerTests: XCTestCase {
         runDue(&p) { $0.kind == .whole ? [middle, atEdge, regionNearEdge] : [] }
         XCTAssertEqual(p.follows.count, 3)
         for i in 1...12 { add(&p, i, [(13, 1)]); runDue(&p) }
-        XCTAssertTrue(p.follows.values.allSatisfy(\.lost))
+        XCTAssertTrue(p.follows.values.allSatisfy(\.isLost))
         let firstMiss = 1, gone = p.follows.values.map(\.checkedThrough).max()!
         XCTAssertLessThan(gone, 12)
         func hides(_ face: FaceRect, _ i: Int) -> Bool {
@@ -531,7 +531,7 @@ final class DetectionPlannerTests: XCTestCase {
             }
         }
         XCTAssertEqual(p.follows.count, 4)
-        XCTAssertTrue(p.follows.values.allSatisfy(\.lost))
+        XCTAssertTrue(p.follows.values.allSatisfy(\.isLost))
         XCTAssertEqual(p.follows.keys.map { p.tracker.observations(of: $0).count }.sorted(), [1, 1, 1, 2],
                        "the cut face found twice, the others once")
         let gone = p.follows.values.map(\.checkedThrough).max()!
@@ -564,7 +564,7 @@ final class DetectionPlannerTests: XCTestCase {
             p.add(index: i, time: UInt64(i) * Self.frameNs, blocks: blocks([changing]), cameraMotion: cameraMotion)
             runDue(&p) { seen.contains($0.frame) ? [face($0.frame)] : [] }
         }
-        let gone = try XCTUnwrap(p.follows.values.first { $0.lost }).checkedThrough
+        let gone = try XCTUnwrap(p.follows.values.first { $0.isLost }).checkedThrough
         XCTAssertLessThan(gone, seen.upperBound + 8)
         return (p, gone)
     }
