@@ -21,7 +21,7 @@ extension DetectionPlanner {
                 gone: hidden.searchedAndGone ? HidingPolicy.Face.Gone(
                     otherEnd: hidden.otherEnd.map(toFrame), cameraStill: hidden.cameraStill, secondsBeyond: hidden.secondsBeyond,
                     whenSearchesGaveUp: hidden.whenSearchesGaveUp.map(toFrame),
-                    seenOnceReachingBeyondEdge: follows[hidden.track].map { $0.isLost && $0.foundReachingBeyondEdge } == true
+                    seenOnceReachingBeyondEdge: hidden.follow.map { $0.isLost && $0.foundReachingBeyondEdge } == true
                         && hidden.sightings == 1) : nil)
         }
         return hidingPolicy.regions(faces)

@@ -18,7 +18,7 @@ extension DetectionPlanner {
             if due > newest.index { return draining ? newest.index : nil }
             return max(due, oldest.index)
         }
-        for (id, follow) in follows.sorted(by: { $0.key < $1.key }) where !strict {
+        for (id, follow) in tracker.follows where !strict {
             if case .tracing(let f, let misses) = follow.behind, f > oldest.index, !inFlight.contains(.follow(track: id, backwards: true)) {
                 // Backwards in the same steps as forwards (frames between are interpolated), one by one after a miss.
                 let t = max(oldest.index, f - (misses > 0 ? 1 : followInterval(id)))
@@ -185,7 +185,7 @@ extension DetectionPlanner {
         let box = frame.travel.toFrame(scene)
         let side = max(48, searches.followScale * max(box.width, box.height) * (1 + 0.5 * Double(misses)))
         let region = Self.followSquare(around: box, side: side, reachBeyondEdge: searches.followReachBeyondEdge, width: width, height: height)
-        let templateAllowed = !backwards && misses == 0 && (follows[id]?.templateStreak ?? .max) < searches.templateFollows
+        let templateAllowed = !backwards && misses == 0 && (tracker.follow(of: id)?.templateStreak ?? .max) < searches.templateFollows
         return Pass(kind: .follow(track: id, backwards: backwards), frame: index, time: frame.time, region: region,
                     input: (searches.followInput, searches.followInput), keepAspect: true, travel: frame.travel, sceneEpoch: sceneEpoch,
                     expected: box, mayUseTemplate: templateAllowed)

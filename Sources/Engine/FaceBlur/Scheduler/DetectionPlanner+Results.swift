@@ -55,7 +55,7 @@ extension DetectionPlanner {
             sightings = zip(assigned, faces).map { Sighting(track: $0.0.id, rect: pass.travel.toFrame($0.1)) }
             note(assigned, frame: pass.frame, boxes: sightings.map(\.rect))
         case .follow(let id, let backwards):
-            guard var follow = follows[id] else { return [] }
+            guard var follow = tracker.follow(of: id) else { return [] }
             let expected = tracker.predicted(id, at: frame.time)
             var rest = faces
             let match = expected.flatMap { e in
@@ -75,7 +75,7 @@ extension DetectionPlanner {
                 }
             }
             var merged = false
-            if let o = owner, follows[o] != nil {
+            if let o = owner, tracker.follow(of: o) != nil {
                 if tracker.agree(id, o) && tracker.agree(o, id) {
                     merged = true
                     follow = merge(o, into: id, follow, at: frame.time)
@@ -109,7 +109,7 @@ extension DetectionPlanner {
                 }
             }
             follow.framesLeft(through: oldest?.index ?? 0)
-            follows[id] = follow
+            tracker.setFollow(follow, of: id)
             // Other faces in the square: other tracks, or new ones.
             let assigned = tracker.update(detections: rest, time: frame.time)
             let others = zip(assigned, rest).map { Sighting(track: $0.0.id, rect: pass.travel.toFrame($0.1)) }
@@ -125,32 +125,29 @@ extension DetectionPlanner {
         return (b.time - a.time) / UInt64(frames.count - 1)
     }
 
-    /// Folds track `other` (the same face) into `id`; returns `id`'s follow state.
+    /// Folds track `other` (the same face) into `id`; returns `id`'s follow after it.
     mutating func merge(_ other: Int, into id: Int, _ mine: Follow, at time: UInt64) -> Follow {
-        let earlier = (tracker.observations(of: other).first?.time ?? .max) < time
-        tracker.merge(other, into: id)
-        var f = mine
-        if let o = follows.removeValue(forKey: other) {
-            f.absorb(o, otherIsEarlier: earlier, giveUpAfter: searches.followMisses)
-        }
-        return f
+        tracker.merge(other, into: id, at: time, followMisses: searches.followMisses)
+        return tracker.follow(of: id) ?? mine
     }
 
     /// Starts or refreshes the follows of the tracks `assignments` gave the faces found on frame
     /// `index` (`boxes`, in its pixels, in the same order).
     mutating func note(_ assignments: [FaceTracker.Assignment], frame index: Int, boxes: [FaceRect]) {
         for (a, box) in zip(assignments, boxes) {
-            if a.isNew || follows[a.id] == nil {
+            if a.isNew || tracker.follow(of: a.id) == nil {
                 // Follow it from here on, and trace it back through the held frames.
-                follows[a.id] = Follow(foundOn: index, traceBack: index > (oldest?.index ?? index))
-                follows[a.id]!.foundReachingBeyondEdge = Self.shareInPicture(box, width: width, height: height) < 1
-            } else {
+                var follow = Follow(foundOn: index, traceBack: index > (oldest?.index ?? index))
+                follow.foundReachingBeyondEdge = Self.shareInPicture(box, width: width, height: height) < 1
+                tracker.setFollow(follow, of: a.id)
+            } else if var follow = tracker.follow(of: a.id) {
                 // A sighting on a frame before the follow's latest search says nothing of where the
                 // face is now: the misses after it stand. (A search of an older frame that finishes
                 // late, such as the search of picture no search saw, would otherwise restart the count
                 // of a face that left through an edge, while its region went on growing beside it.)
-                follows[a.id]!.found(aheadOn: index)
-                follows[a.id]!.templateStreak = 0   // the network found it: its template is fresh
+                follow.found(aheadOn: index)
+                follow.templateStreak = 0   // the network found it: its template is fresh
+                tracker.setFollow(follow, of: a.id)
             }
         }
     }

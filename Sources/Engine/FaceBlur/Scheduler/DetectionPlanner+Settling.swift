@@ -100,7 +100,7 @@ extension DetectionPlanner {
         for i in vouchingAreas where !areaCovers(i, index) {
             parts.append("area \(i): last search \(areas[i].lastSearch.map(String.init) ?? "none"), dirty since \(areas[i].dirtySince.map(String.init) ?? "none"), \(unvouchedBlocks(i, index).count) blocks out of its sight")
         }
-        for (id, f) in follows.sorted(by: { $0.key < $1.key }) where f.isPending(on: index) {
+        for (id, f) in tracker.follows where f.isPending(on: index) {
             parts.append("follow \(id): born \(f.born), checked through \(f.checkedThrough), ahead \(f.ahead), behind \(f.behind), interval \(followInterval(id))")
         }
         return parts.joined(separator: "; ")
@@ -112,7 +112,7 @@ extension DetectionPlanner {
             if !areaCovers(i, index) { return false }
         }
         if strict { return true }
-        return !follows.values.contains { $0.isPending(on: index) }
+        return !tracker.anyFollow { $0.isPending(on: index) }
     }
 
     /// The parts of frame `index` that no search vouches for, as cells of
@@ -182,7 +182,7 @@ extension DetectionPlanner {
     /// where each may be on it, in its pixels.
     func pendingFaceReach(_ index: Int) -> [FaceRect] {
         guard let frame = frame(index), !strict else { return [] }
-        let pending = Set(follows.compactMap { id, follow in follow.isPending(on: index) ? id : nil })
+        let pending = Set(tracker.follows.compactMap { id, follow in follow.isPending(on: index) ? id : nil })
         guard !pending.isEmpty else { return [] }
         let reach = hiding.pendingReach
         return tracker.reaches(of: pending, at: frame.time) { sightings in

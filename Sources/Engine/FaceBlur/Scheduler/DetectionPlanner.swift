@@ -142,7 +142,8 @@ struct DetectionPlanner {
     /// the rest are spare-time tiles.
     var vouchingAreas = 0..<1
     var frames: [Frame] = []
-    var follows: [Int: Follow] = [:]
+    /// The followed tracks by id (the tracker keeps them): a view for logs and tests.
+    var follows: [Int: Follow] { Dictionary(uniqueKeysWithValues: tracker.follows.map { ($0.id, $0.follow) }) }
     /// The whole-frame and tile searches (regular and spare-time) on frames still held, or
     /// recently left: what part of the scene each looked at (`unvouchedBlocks`).
     var recentSearches: [Search] = []
@@ -296,9 +297,9 @@ struct DetectionPlanner {
         ownCache()
         unvouchedCache.answers = unvouchedCache.answers.filter { $0.key.frame >= oldest.index }
         // Tracks no queued frame can need any more.
-        for id in tracker.prune(now: oldest.time) { follows[id] = nil }
+        tracker.prune(now: oldest.time)
         // A trace cannot go below the oldest frame still held.
-        for id in follows.keys { follows[id]?.framesLeft(through: oldest.index) }
+        tracker.framesLeft(through: oldest.index)
     }
 
     /// End of stream: passes due after the last frame run on it instead.

@@ -40,6 +40,8 @@ public struct FaceTracker {
         /// How long after its last sighting the camera kept the face out of the picture: time its
         /// hold does not count (`holdWhileOutOfSight`).
         var heldOutOfSightNs: UInt64 = 0
+        /// The searches for the face ahead and behind its sightings (nil until the planner follows it).
+        var follow: Follow?
 
         /// When the searches gave up on the face, if they had by `time` (going forward from its
         /// sightings) or not yet (going back): nil while the face may be there. The marks lie
@@ -241,8 +243,10 @@ public struct FaceTracker {
         return true
     }
 
-    /// Folds track `other` into track `id` (the same face, found twice).
-    public mutating func merge(_ other: Int, into id: Int) {
+    /// Folds track `other` into track `id` (the same face, found twice), on a search of the frame
+    /// captured at `time`: its sightings, what searches learnt beyond them, and its follow (a face
+    /// lost by one track and followed by the other is followed, `followMisses` misses in).
+    mutating func merge(_ other: Int, into id: Int, at time: UInt64, followMisses: Int) {
         guard other != id, let from = tracks.firstIndex(where: { $0.id == other }),
               tracks.contains(where: { $0.id == id }) else { return }
         let folded = tracks.remove(at: from)
@@ -260,6 +264,34 @@ public struct FaceTracker {
         tracks[into].goneBefore = earlier(folded, mine) ? folded.goneBefore : earlier(mine, folded) ? mine.goneBefore : nil
         tracks[into].goneAfter = later(folded, mine) ? folded.goneAfter : later(mine, folded) ? mine.goneAfter : nil
         tracks[into].heldOutOfSightNs = later(folded, mine) ? folded.heldOutOfSightNs : mine.heldOutOfSightNs
+        if let theirs = folded.follow, tracks[into].follow != nil {
+            let otherIsEarlier = (folded.observations.first?.time ?? .max) < time
+            tracks[into].follow!.absorb(theirs, otherIsEarlier: otherIsEarlier, giveUpAfter: followMisses)
+        }
+    }
+
+    // MARK: Follows
+
+    /// Track `id`'s follow, if it has one.
+    func follow(of id: Int) -> Follow? { tracks.first { $0.id == id }?.follow }
+
+    /// Starts or replaces track `id`'s follow.
+    mutating func setFollow(_ follow: Follow, of id: Int) {
+        guard let t = tracks.firstIndex(where: { $0.id == id }) else { return }
+        tracks[t].follow = follow
+    }
+
+    /// The followed tracks, in the order of their ids.
+    var follows: [(id: Int, follow: Follow)] {
+        tracks.compactMap { t in t.follow.map { (t.id, $0) } }.sorted { $0.id < $1.id }
+    }
+
+    /// Whether any followed face satisfies `predicate` (no list made).
+    func anyFollow(_ predicate: (Follow) -> Bool) -> Bool { tracks.contains { $0.follow.map(predicate) ?? false } }
+
+    /// Frames through `oldest` left the delay line: no trace goes below the oldest frame held.
+    mutating func framesLeft(through oldest: Int) {
+        for t in tracks.indices { tracks[t].follow?.framesLeft(through: oldest) }
     }
 
     /// Carries every sighting through `transform` (the scene's coordinates changed).
@@ -337,6 +369,8 @@ public struct FaceTracker {
         public var beyond: FaceRect?
         /// How many sightings the track has.
         public var sightings = 0
+        /// The searches for the face, if it is followed.
+        var follow: Follow?
         public var searchedAndGone = false
         public var face: FaceRect
         public var secondsBeyond = 0.0
@@ -358,8 +392,8 @@ public struct FaceTracker {
             let beyond = time < first.time ? first.rect : time > last.time ? last.rect : nil
             let secondsBeyond = Double(time < first.time ? first.time - time : time > last.time ? time - last.time : 0) / 1e9
             guard let goneAt = track.goneMark(at: time) else {
-                return Hidden(track: track.id, region: region, beyond: beyond, sightings: track.observations.count, face: face,
-                              secondsBeyond: secondsBeyond)
+                return Hidden(track: track.id, region: region, beyond: beyond, sightings: track.observations.count,
+                              follow: track.follow, face: face, secondsBeyond: secondsBeyond)
             }
             // Gone: what is left of the face in the picture was too little for a search to find. It is
             // where its own steady motion carries it (a walker leaving goes on leaving, one sliding
@@ -391,7 +425,8 @@ public struct FaceTracker {
             let grow = settings.margin + min(settings.maxGoneGrowth, settings.motion * since)
             let (dx, dy) = (sighting.width * grow, sighting.height * grow)
             let near = FaceRect(x: whenGone.x - dx, y: whenGone.y - dy, width: whenGone.width + 2 * dx, height: whenGone.height + 2 * dy)
-            return Hidden(track: track.id, region: near, beyond: beyond, sightings: track.observations.count, searchedAndGone: true,
+            return Hidden(track: track.id, region: near, beyond: beyond, sightings: track.observations.count,
+                          follow: track.follow, searchedAndGone: true,
                           face: whenGone, secondsBeyond: secondsBeyond,
                           otherEnd: otherEnd.rect, cameraStill: cameraStill(from: min(time, end.time), through: max(time, end.time)),
                           whenSearchesGaveUp: whenGaveUp ?? whenGone)

@@ -293,7 +293,7 @@ final class FaceTrackerTests: XCTestCase {
         XCTAssertFalse(tracker.agree(b[0].id, a[0].id))
         XCTAssertEqual(tracker.owner(of: FaceRect(x: 101, y: 100, width: 40, height: 40), at: 2 * second, excluding: b[0].id,
                                      within: second / 10), a[0].id)
-        tracker.merge(b[0].id, into: a[0].id)
+        tracker.merge(b[0].id, into: a[0].id, at: 0, followMisses: 3)
         XCTAssertEqual(tracker.trackCount, 1)
     }
 
@@ -312,7 +312,7 @@ final class FaceTrackerTests: XCTestCase {
         let again = try XCTUnwrap(tracker.update(detections: [face.offsetBy(dx: 200, dy: 0)], time: 3 * second).first)
         XCTAssertTrue(again.isNew)
         tracker.markGone(again.id, at: 3 * second + second / 5, afterLastSighting: true)
-        tracker.merge(again.id, into: first.id)
+        tracker.merge(again.id, into: first.id, at: 0, followMisses: 3)
         func gone(at time: UInt64) -> Bool? { tracker.hidden(at: time).first { $0.track == first.id }?.searchedAndGone }
         XCTAssertEqual(gone(at: 2 * second - second / 3), true, "before the trace back gave up: not there")
         XCTAssertEqual(gone(at: 2 * second + second / 2), false, "between the two sightings: hidden as the face")
@@ -323,7 +323,7 @@ final class FaceTrackerTests: XCTestCase {
         swapped.markGone(a.id, at: 2 * second - second / 5, afterLastSighting: false)
         let b = try XCTUnwrap(swapped.update(detections: [face.offsetBy(dx: 200, dy: 0)], time: 3 * second).first)
         swapped.markGone(b.id, at: 3 * second + second / 5, afterLastSighting: true)
-        swapped.merge(a.id, into: b.id)
+        swapped.merge(a.id, into: b.id, at: 0, followMisses: 3)
         XCTAssertEqual(swapped.hidden(at: 2 * second - second / 3).first?.searchedAndGone, true)
         XCTAssertEqual(swapped.hidden(at: 3 * second + second / 3).first?.searchedAndGone, true)
     }
@@ -362,5 +362,24 @@ final class FaceTrackerTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(tiles[0].maxY - tiles[3].y, 64)
         let small = DetectionPlanner.tiles(width: 640, height: 360, tileWidth: 480, tileHeight: 416)
         XCTAssertEqual(small.map(\.height), [360, 360], "a frame lower than a tile: one row, not stretched")
+    }
+
+    /// A track's follow lives with its sightings: merged with them, and forgotten with them.
+    func testAFollowIsMergedAndPrunedWithItsTrack() {
+        var tracker = FaceTracker(settings: settings)
+        let a = tracker.update(detections: [FaceRect(x: 100, y: 100, width: 40, height: 40)], time: second)[0].id
+        let b = tracker.update(detections: [FaceRect(x: 400, y: 100, width: 40, height: 40)], time: second)[0].id
+        var lost = Follow(foundOn: 30, traceBack: false)
+        _ = lost.missed(aheadOn: 31, giveUpAfter: 1)
+        tracker.setFollow(lost, of: a)
+        tracker.setFollow(Follow(foundOn: 20, traceBack: true), of: b)
+        XCTAssertEqual(tracker.follows.map(\.id), [a, b])
+        tracker.merge(b, into: a, at: 2 * second, followMisses: 3)
+        XCTAssertEqual(tracker.follows.map(\.id), [a], "one track, one follow")
+        XCTAssertEqual(tracker.follow(of: a)?.born, 20)
+        XCTAssertEqual(tracker.follow(of: a)?.ahead, .following(misses: 3), "followed again: the other track was")
+        XCTAssertEqual(tracker.follow(of: a)?.frontier, 20, "the earlier track's trace goes on")
+        tracker.prune(now: 10 * second)
+        XCTAssertTrue(tracker.follows.isEmpty, "forgotten with its sightings")
     }
 }

@@ -3,8 +3,6 @@ import XCTest
 
 /// A face's searches ahead and behind, transition by transition.
 final class FollowTests: XCTestCase {
-    typealias Follow = DetectionPlanner.Follow
-
     func testAheadAFaceIsLostAfterTooManyMissesAndFoundAgainByALaterSightingOnly() {
         var f = Follow(foundOn: 10, traceBack: false)
         let rows: [(step: (inout Follow) -> Bool, ahead: Follow.Ahead, checkedThrough: Int)] = [
