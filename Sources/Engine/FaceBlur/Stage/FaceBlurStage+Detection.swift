@@ -19,8 +19,8 @@ extension FaceBlurStage {
             var planned: Int?
             while !stopping {
                 if !realTime {
-                    if !plannedJobs.isEmpty {
-                        (planned, job) = plannedJobs.removeFirst()
+                    if let next = order.take() {
+                        (planned, job) = (next.number, next.job)
                         break
                     }
                 } else if failure == nil, let pass = planner?.nextPass() {
@@ -45,7 +45,7 @@ extension FaceBlurStage {
             if let planned {
                 let outcome = detect(job, on: detectors)
                 condition.withLock {
-                    outcomes[planned] = outcome
+                    order.deliver(outcome, for: planned)
                     condition.broadcast()
                 }
             } else {

@@ -36,13 +36,11 @@ extension FaceBlurStage {
     /// blurred the same way every time.
     func planAhead() {
         let most = max(1, settings.workers) * Self.planAheadPerWorker
-        while unapplied.count < most, failure == nil, let pass = planner?.nextPass() {
+        while order.unapplied.count < most, failure == nil, let pass = planner?.nextPass() {
             switch copyRegion(for: pass) {
             case .job(let job):
                 planner?.begin(pass)
-                plannedJobs.append((nextPlanned, job))
-                unapplied.append((nextPlanned, nextIndex - 1))
-                nextPlanned += 1
+                order.plan(job, frame: nextIndex - 1)
                 condition.broadcast()
             case .outsidePicture:
                 // No picture to search: nothing is there (see `detectionLoop`).
@@ -58,10 +56,9 @@ extension FaceBlurStage {
     /// none, or detection failed or stopped first.
     @discardableResult
     func applyNextOutcome() -> Bool {
-        guard let number = unapplied.first?.number else { return false }
-        while outcomes[number] == nil, failure == nil, !stopping { condition.wait() }
-        guard failure == nil, let outcome = outcomes.removeValue(forKey: number) else { return false }
-        unapplied.removeFirst()
+        guard order.isNextDelivered != nil else { return false }
+        while order.isNextDelivered == false, failure == nil, !stopping { condition.wait() }
+        guard failure == nil, let outcome = order.takeNext() else { return false }
         apply(outcome)
         return true
     }

@@ -120,14 +120,8 @@ public final class FaceBlurStage: FrameProcessor {
     private var threads: [Thread] = []
     /// Detection threads still in their loop.
     var runningWorkers = 0
-    /// Offline (see `planAhead`): passes planned and not yet taken by a
-    /// detection thread, numbered in the order planned; their outcomes, by
-    /// number, until applied; the passes not yet applied, oldest first, with
-    /// the frame taken in when each was planned; the next number to plan.
-    var plannedJobs: [(number: Int, job: DetectionJob)] = []
-    var outcomes: [Int: Outcome] = [:]
-    var unapplied: [(number: Int, frame: Int)] = []
-    var nextPlanned = 0
+    /// Offline: the searches planned, run and applied in an order fixed by the file.
+    var order = OfflineOrder<DetectionJob, Outcome>()
 
     /// Frame counts for logs, tests and benchmarks.
     public struct Counters: Equatable, Sendable {
@@ -359,11 +353,11 @@ public final class FaceBlurStage: FrameProcessor {
             let limit = max(searches.maxQueuedFrames, max(searches.wholeEvery, searches.tileEvery, searches.followEvery) + 4)
             // What was planned `applyLag` frames ago or earlier is applied first (waiting for it),
             // so that a face's next follow is planned from its last one.
-            while let oldest = unapplied.first, oldest.frame <= index - Self.applyLag, applyNextOutcome() {}
+            while let planned = order.oldestUnappliedFrame, planned <= index - Self.applyLag, applyNextOutcome() {}
             planAhead()
             while queue.count > limit, failure == nil, let first = queue.first,
                   !(planner?.isSettled(first.index) ?? true) {
-                guard !unapplied.isEmpty else {
+                guard order.oldestUnappliedFrame != nil else {
                     // Nothing runs and nothing is due, yet the oldest frame waits: no search will
                     // ever settle it. A planner bug, but a file must not hang on it: the frames
                     // held leave as late ones (what no search vouches for hidden coarsely).
