@@ -283,3 +283,29 @@ extension Pad {
         _ = gst_pad_send_event(pointer, event)
     }
 }
+
+/// A buffer passing a pad, lent to a probe's action for the length of the call
+/// only: read it or hand it on (other boundaries take it through `package` access), never keep it.
+public struct PassingBuffer {
+    package let buffer: UnsafeMutableRawPointer
+    package let pad: UnsafeMutableRawPointer
+    /// A keyframe (no GST_BUFFER_FLAG_DELTA_UNIT).
+    public let isKeyframe: Bool
+    public var size: Int { Int(gst_buffer_get_size(buffer.assumingMemoryBound(to: GstBuffer.self))) }
+}
+
+extension Pad {
+    /// Runs `action` on the streaming thread for every buffer passing this
+    /// pad, for as long as the pad lives. Keep it cheap and never blocking:
+    /// it is on the data path (the recording's, for the RTSP stream's tap).
+    public func onEveryPassingBuffer(_ action: @escaping (PassingBuffer) -> Void) {
+        let box = CallbackBox(action)
+        _ = gst_pad_add_probe(pointer, GST_PAD_PROBE_TYPE_BUFFER, { pad, info, data in
+            guard let pad, let info, let data, let buffer = cgst_pad_probe_info_buffer(info) else { return GST_PAD_PROBE_OK }
+            CallbackBox<(PassingBuffer) -> Void>.from(data)(
+                PassingBuffer(buffer: UnsafeMutableRawPointer(buffer), pad: UnsafeMutableRawPointer(pad),
+                              isKeyframe: cgst_buffer_is_delta(buffer) == 0))
+            return GST_PAD_PROBE_OK
+        }, box.retainedPointer, { CallbackBox<(PassingBuffer) -> Void>.release($0) })
+    }
+}
