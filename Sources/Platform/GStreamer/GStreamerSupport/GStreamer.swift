@@ -309,3 +309,8 @@ extension Pad {
         }, box.retainedPointer, { CallbackBox<(PassingBuffer) -> Void>.release($0) })
     }
 }
+
+extension Pad: Equatable {
+    /// The same GstPad.
+    public static func == (a: Pad, b: Pad) -> Bool { a.pointer == b.pointer }
+}
