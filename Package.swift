@@ -72,7 +72,10 @@ let package = Package(
         // feeding the shared media, its own thread) with a plain C header, and its Swift boundary.
         .systemLibrary(name: "CRTSPServer", path: "Sources/Platform/RTSPServer/CRTSPServer",
                        pkgConfig: "gstreamer-rtsp-server-1.0 gstreamer-app-1.0", providers: [.apt(["libgstrtspserver-1.0-dev"])]),
-        .target(name: "CRTSPServerShim", dependencies: ["CRTSPServer"], path: "Sources/Platform/RTSPServer/CRTSPServerShim"),
+        .target(name: "CRTSPServerShim", dependencies: ["CRTSPServer"], path: "Sources/Platform/RTSPServer/CRTSPServerShim",
+                linkerSettings: [.linkedLibrary("gstrtspserver-1.0"), .linkedLibrary("gstrtsp-1.0"), .linkedLibrary("gstapp-1.0"),
+                                 .linkedLibrary("gstreamer-1.0"), .linkedLibrary("gio-2.0"), .linkedLibrary("gobject-2.0"),
+                                 .linkedLibrary("glib-2.0")]),
         .target(name: "RTSPServerSupport", dependencies: ["CRTSPServerShim", "GStreamerSupport", logging],
                 path: "Sources/Platform/RTSPServer/RTSPServerSupport"),
 
