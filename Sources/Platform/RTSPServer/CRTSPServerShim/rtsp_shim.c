@@ -1,5 +1,5 @@
 // See rtsp_shim.h. The stream is one shared media for every client:
-//   appsrc name=videosrc ! h264parse ! rtph264pay name=pay0
+//   appsrc name=videosrc ! h264parse (SPS/PPS in every keyframe AU) ! rtph264pay name=pay0
 // fed by as_rtsp_push_video with the recording's own H.264 (no second encode).
 #include "rtsp_shim.h"
 
@@ -347,7 +347,8 @@ AsRtspServer *as_rtsp_server_new(const char *host, unsigned port, const char *pa
     server->factory = gst_rtsp_media_factory_new();
     gst_rtsp_media_factory_set_launch(server->factory,
         "( appsrc name=videosrc is-live=true format=time do-timestamp=false block=false "
-        "! h264parse ! rtph264pay name=pay0 pt=96 config-interval=-1 )");
+        "! h264parse config-interval=-1 ! video/x-h264,stream-format=byte-stream,alignment=au "
+        "! rtph264pay name=pay0 pt=96 config-interval=0 )");
     gst_rtsp_media_factory_set_shared(server->factory, TRUE);
     if (certificate && key) gst_rtsp_media_factory_set_profiles(server->factory, GST_RTSP_PROFILE_SAVP | GST_RTSP_PROFILE_AVP);
     g_signal_connect(server->factory, "media-configure", G_CALLBACK(media_configure), server);

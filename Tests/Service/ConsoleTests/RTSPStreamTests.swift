@@ -1,0 +1,276 @@
+import XCTest
+import Console
+import FaceBlur
+import Foundation
+import GLibSupport
+import Recorder
+import RecorderCore
+import RecorderService
+import RecorderTestSupport
+
+/// The RTSP stream out (`stream.rtsp_listen`) with real clients on 127.0.0.1:
+/// ffmpeg/ffprobe (Debian's) and GStreamer's rtspsrc pull it, a raw client
+/// stalls after PLAY, the detector judges what the players received.
+final class RTSPStreamTests: XCTestCase {
+    static let password = "stream test password"
+
+    struct Running {
+        let service: RecorderService
+        let stream: RTSPStream
+        let url: String
+        let port: Int
+        let dir: TemporaryDirectory
+        var authorized: String { url.replacingOccurrences(of: "rtsp://", with: "rtsp://viewer:\(RTSPStreamTests.password.replacingOccurrences(of: " ", with: "%20"))@") }
+    }
+
+    /// Starts a service recording `pipeline` with the stream on a free port; `extra` goes into the config.
+    func start(pipeline: String, variables: String, faceBlur: Bool, extra: String = "") throws -> Running {
+        let dir = TemporaryDirectory()
+        let port = freeLocalPort()
+        let config = dir.file("recorder.toml")
+        try """
+            [server]
+            host = ""
+            discovery = false
+            [recording]
+            pipeline = "\(repoPath(pipeline))"
+            storage_dir = "\(dir.file("chunks").path)"
+            chunk_duration_ms = 60000
+            [privacy]
+            face_blur = \(faceBlur)
+            model = "\(faceModelPath)"
+            [console]
+            enabled = false
+            [stream]
+            rtsp_listen = "127.0.0.1:\(port)"
+            \(extra)
+            [pipeline.vars]
+            \(variables)
+            """.write(to: config, atomically: true, encoding: .utf8)
+        let service = try RecorderService(settings: ServiceSettings(configFile: config.path))
+        try ConsolePassword.stream(storageDirectory: dir.file("chunks").path).set(Self.password)
+        try StreamAuth.install(on: service)
+        try service.start()
+        let stream = try XCTUnwrap(service.stream, "the stream listens")
+        XCTAssertTrue(waitOnMainLoop(20) { service.recorder?.state == .recording })
+        return Running(service: service, stream: stream, url: stream.url(forHost: nil), port: port, dir: dir)
+    }
+
+    func stop(_ running: Running) {
+        var stopped = false
+        running.service.stop(reason: "test") { stopped = true }
+        waitOnMainLoop(30) { stopped }
+    }
+
+    func faces(in image: RawImage) throws -> [FaceRect] {
+        let detector = try FaceDetector(modelPath: faceModelPath)
+        return try image.y.withUnsafeBufferPointer {
+            try detector.detect(luma: $0.baseAddress!, width: image.width, height: image.height, stride: image.width,
+                                inputWidth: 640, threshold: 0.5)
+        }.map(\.rect)
+    }
+
+    /// A fixed camera on the coffee photo with the astronaut standing in it, face about 110 px high (as PreviewPrivacyTests).
+    func faceClip(in dir: TemporaryDirectory) throws -> URL {
+        let background = try decodeFrames(testAsset("coffee.png"))[0].resized(width: 640, height: 360)
+        let astronaut = try decodeFrames(testAsset("astronaut.png"))[0]
+        let face = try XCTUnwrap(try faces(in: astronaut).first)
+        let scale = 110 / face.height
+        var frames: [RawImage] = []
+        for i in 0..<150 {
+            var frame = background
+            frame.draw(astronaut, x: 260 + 20 * sin(Double(i) / 15) - face.x * scale, y: 90 - face.y * scale, scale: scale)
+            frames.append(frame)
+        }
+        let url = dir.file("standing.mp4")
+        try writeClip(frames, to: url)
+        return url
+    }
+
+    /// The JPEG pictures a client wrote (`prefix-NNN.jpg`), decoded.
+    func pictures(in dir: TemporaryDirectory, prefix: String) throws -> [RawImage] {
+        let names = try FileManager.default.contentsOfDirectory(atPath: dir.url.path).filter { $0.hasPrefix(prefix) }.sorted()
+        return try names.flatMap { try decodeFrames(dir.file($0)) }
+    }
+
+    /// Runs every command at once while the main loop serves; returns their statuses and outputs.
+    func runAll(_ commands: [[String]], timeout: Double) throws -> [(status: Int32, output: String)] {
+        let scratch = TemporaryDirectory()
+        var running: [(Process, URL, FileHandle)] = []
+        for (i, command) in commands.enumerated() {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: command[0])
+            process.arguments = Array(command.dropFirst())
+            let output = scratch.file("out-\(i).txt")
+            _ = FileManager.default.createFile(atPath: output.path, contents: nil)
+            let handle = try FileHandle(forWritingTo: output)
+            process.standardOutput = handle
+            process.standardError = handle
+            try process.run()
+            running.append((process, output, handle))
+        }
+        waitOnMainLoop(timeout) { running.allSatisfy { !$0.0.isRunning } }
+        return running.map { process, output, handle in
+            if process.isRunning { process.terminate() }
+            process.waitUntilExit()
+            try? handle.close()
+            return (process.terminationStatus, (try? String(contentsOf: output, encoding: .utf8)) ?? "")
+        }
+    }
+
+    // MARK: What the players see
+
+    func testPlayersGetTheRecordedStreamWithEveryFaceHidden() throws {
+        let clipDir = TemporaryDirectory()
+        let clip = try faceClip(in: clipDir)
+        let running = try start(pipeline: "pipelines/file.pipeline", variables: "input = \"\(clip.path)\"\nbitrate_kbps = 2000", faceBlur: true)
+        defer { stop(running) }
+        let out = running.dir
+        // ffmpeg and GStreamer's rtspsrc (over UDP), both at once, 4 pictures a second for about 4 s.
+        let results = try runAll([
+            ["/usr/bin/ffmpeg", "-v", "error", "-rtsp_transport", "tcp", "-i", running.authorized, "-t", "4",
+             "-vf", "fps=4", "-q:v", "3", out.file("ffmpeg-%03d.jpg").path],
+            ["/usr/bin/gst-launch-1.0", "-q", "rtspsrc", "location=\(running.url)", "user-id=viewer", "user-pw=\(Self.password)",
+             "protocols=udp", "latency=200", "!", "rtph264depay", "!", "h264parse", "!", "avdec_h264", "!", "videoconvert", "!",
+             "videorate", "!", "video/x-raw,framerate=4/1", "!", "jpegenc", "!", "multifilesink", "location=\(out.file("gst-%03d.jpg").path)"],
+        ], timeout: 12)
+        // Under the privacy stage's load (two cores) the players may be stopped before their 4 s: what they wrote counts.
+        let ffmpegPictures = try pictures(in: out, prefix: "ffmpeg-")
+        let gstPictures = try pictures(in: out, prefix: "gst-")
+        XCTAssertGreaterThan(ffmpegPictures.count, 8, "ffmpeg played the stream: \(results[0].output)")
+        XCTAssertGreaterThan(gstPictures.count, 8, "rtspsrc played the stream: \(results[1].output)")
+        for (i, picture) in (ffmpegPictures + gstPictures).enumerated() {
+            XCTAssertEqual(picture.width, 640)
+            XCTAssertEqual(try faces(in: picture), [], "picture \(i) a player got shows a face")
+        }
+        let statistics = running.stream.statistics
+        XCTAssertGreaterThan(statistics.frames, 60)
+        XCTAssertGreaterThan(statistics.bytes, 10_000)
+    }
+
+    /// The control: without the privacy stage the same players see the face, so the check above can fail.
+    func testWithoutThePrivacyStageThePlayersSeeTheFace() throws {
+        let clipDir = TemporaryDirectory()
+        let clip = try faceClip(in: clipDir)
+        let running = try start(pipeline: "pipelines/file.pipeline", variables: "input = \"\(clip.path)\"\nbitrate_kbps = 2000", faceBlur: false)
+        defer { stop(running) }
+        let result = try runWhileServing("/usr/bin/ffmpeg", ["-v", "error", "-rtsp_transport", "tcp", "-i", running.authorized, "-t", "2",
+                                                             "-vf", "fps=4", "-q:v", "3", running.dir.file("plain-%03d.jpg").path], timeout: 10)
+        XCTAssertEqual(result.status, 0, result.output)
+        let plain = try pictures(in: running.dir, prefix: "plain-")
+        if ProcessInfo.processInfo.environment["KEEP_RTSP_PICTURES"] != nil { try? FileManager.default.copyItem(at: running.dir.url, to: URL(fileURLWithPath: "/tmp/rtsp-pictures")) }
+        XCTAssertGreaterThan(plain.count, 4)
+        XCTAssertGreaterThan(try plain.filter { try !faces(in: $0).isEmpty }.count, plain.count / 2, "the detector sees the face unblurred")
+    }
+
+    // MARK: Who may watch
+
+    func testWithoutOrWithAWrongPasswordAClientGets401AndGuessersAreSlowedDown() throws {
+        let running = try start(pipeline: "pipelines/test.pipeline", variables: "width = 320\nheight = 240\nframerate = 15\nbitrate_kbps = 500",
+                                faceBlur: false)
+        defer { stop(running) }
+        let none = try runWhileServing("/usr/bin/ffprobe", ["-v", "error", "-rtsp_transport", "tcp", running.url], timeout: 10)
+        XCTAssertNotEqual(none.status, 0)
+        XCTAssertTrue(none.output.contains("401"), none.output)
+        let wrong = try runWhileServing("/usr/bin/ffprobe", ["-v", "error", "-rtsp_transport", "tcp",
+                                                             running.url.replacingOccurrences(of: "rtsp://", with: "rtsp://viewer:wrong-password@")], timeout: 10)
+        XCTAssertNotEqual(wrong.status, 0)
+        XCTAssertTrue(wrong.output.contains("401"), wrong.output)
+        // The console's password is not the stream's, and the console's user is not the stream's.
+        let admin = try runWhileServing("/usr/bin/ffprobe", ["-v", "error", "-rtsp_transport", "tcp",
+                                                             running.url.replacingOccurrences(of: "rtsp://", with: "rtsp://admin:stream%20test%20password@")], timeout: 10)
+        XCTAssertTrue(admin.output.contains("401"), admin.output)
+        let right = try runWhileServing("/usr/bin/ffprobe", ["-v", "error", "-rtsp_transport", "tcp", "-show_entries", "stream=codec_name,width,height",
+                                                             "-of", "csv=p=0", running.authorized], timeout: 15)
+        XCTAssertEqual(right.status, 0, right.output)
+        XCTAssertEqual(right.output.trimmingCharacters(in: .whitespacesAndNewlines), "h264,320,240")
+
+        // A raw client sees the challenge, then the throttle after failures (the console's rules).
+        let client = try RawRTSPClient(port: running.port)
+        let challenge = try client.request("OPTIONS", running.url)
+        XCTAssertEqual(challenge.status, 401)
+        XCTAssertEqual(challenge.headers["www-authenticate"], "Basic realm=\"allspark-recorder\"")
+        // Three failures so far from 127.0.0.1 (two from ffprobe's wrong user or password... ffprobe may retry): add until throttled.
+        var throttled: RawRTSPClient.Response?
+        for _ in 0..<4 {
+            let answer = try client.request("OPTIONS", running.url, headers: ["Authorization": RawRTSPClient.basic("viewer", "guess")])
+            if answer.status == 503 { throttled = answer; break }
+            XCTAssertEqual(answer.status, 401)
+        }
+        let refusal = try XCTUnwrap(throttled, "a guesser is slowed down")
+        XCTAssertNotNil(refusal.headers["retry-after"].flatMap(Int.init))
+        // Credentials proven before keep working while the address waits.
+        XCTAssertEqual(try client.request("OPTIONS", running.url, headers: ["Authorization": RawRTSPClient.basic("viewer", Self.password)]).status, 200)
+    }
+
+    func testClientsBeyondTheCapsAreRefusedWith503() throws {
+        let running = try start(pipeline: "pipelines/test.pipeline", variables: "width = 320\nheight = 240\nframerate = 15\nbitrate_kbps = 500",
+                                faceBlur: false, extra: "max_clients = 3\nmax_clients_per_address = 2")
+        defer { stop(running) }
+        let auth = ["Authorization": RawRTSPClient.basic("viewer", Self.password)]
+        let first = try RawRTSPClient(port: running.port), second = try RawRTSPClient(port: running.port)
+        XCTAssertEqual(try first.request("OPTIONS", running.url, headers: auth).status, 200)
+        XCTAssertEqual(try second.request("OPTIONS", running.url, headers: auth).status, 200)
+        let third = try RawRTSPClient(port: running.port)
+        let refused = try third.request("OPTIONS", running.url, headers: auth)
+        XCTAssertEqual(refused.status, 503, "a third client from one address is refused")
+        XCTAssertEqual(refused.headers["x-allspark-reason"], "too many clients")
+        XCTAssertTrue(waitOnMainLoop(5) { running.stream.statistics.refused == 1 })
+        XCTAssertEqual(running.stream.statistics.clients, 2)
+        XCTAssertEqual(running.stream.clients.map(\.address), ["127.0.0.1", "127.0.0.1"])
+    }
+
+    // MARK: Clients never cost the recording anything
+
+    func testAStalledClientAndTenPlayersLeaveEveryCapturedFrameRecorded() throws {
+        let running = try start(pipeline: "pipelines/test.pipeline", variables: "width = 640\nheight = 360\nframerate = 30\nbitrate_kbps = 1500",
+                                faceBlur: false, extra: "max_clients = 12\nmax_clients_per_address = 12")
+        let recorder = try XCTUnwrap(running.service.recorder)
+        // A client that plays over TCP and never reads: its socket's buffers fill within a second.
+        let stalled = try RawRTSPClient(port: running.port, receiveBuffer: 4096)
+        XCTAssertEqual(try stalled.play(running.url, authorization: RawRTSPClient.basic("viewer", Self.password)), 200)
+        // Ten players at once, each counting what it received in 5 s.
+        let started = Date()
+        let results = try runAll(Array(repeating: ["/usr/bin/ffprobe", "-v", "error", "-rtsp_transport", "tcp", "-read_intervals", "%+5",
+                                                   "-select_streams", "v", "-count_packets", "-show_entries", "stream=nb_read_packets",
+                                                   "-of", "csv=p=0", running.authorized], count: 10), timeout: 25)
+        let elapsed = Date().timeIntervalSince(started)
+        for (i, result) in results.enumerated() {
+            XCTAssertEqual(result.status, 0, "player \(i): \(result.output)")
+            let packets = Int(result.output.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: "\n").last ?? "") ?? 0
+            // 5 s at 30 fps, less the wait for a keyframe (one a second) and the players' own start.
+            XCTAssertGreaterThan(packets, 90, "player \(i) got \(packets) frames")
+        }
+        XCTAssertLessThan(elapsed, 20)
+        let statistics = running.stream.statistics
+        XCTAssertGreaterThan(statistics.frames, 100)
+        stop(running)
+        // Every frame captured reached the chunks, each once, while the clients pulled.
+        let frames = recorder.frameStatistics
+        XCTAssertGreaterThan(frames.captured, 200)
+        XCTAssertEqual(frames.captured, frames.recorded, "no frame lost to the clients")
+        var inChunks = 0
+        for chunk in recorder.catalog.all { inChunks += try countFrames(in: recorder.catalog.url(of: chunk)) }
+        XCTAssertEqual(inChunks, frames.recorded)
+        _ = stalled
+    }
+
+    func testANewPlayerStartsWithinAKeyframeInterval() throws {
+        let running = try start(pipeline: "pipelines/test.pipeline", variables: "width = 320\nheight = 240\nframerate = 15\nbitrate_kbps = 500",
+                                faceBlur: false)
+        defer { stop(running) }
+        // A first player keeps the shared media running; the second joins it mid-stream.
+        let first = try RawRTSPClient(port: running.port)
+        XCTAssertEqual(try first.play(running.url, authorization: RawRTSPClient.basic("viewer", Self.password)), 200)
+        for attempt in 0..<3 {
+            // rtspsrc without a jitter buffer delay; the depayloader passes nothing before a keyframe; one frame ends it.
+            let started = Date()
+            let result = try runWhileServing("/usr/bin/gst-launch-1.0", [
+                "-q", "rtspsrc", "location=\(running.url)", "user-id=viewer", "user-pw=\(Self.password)", "protocols=tcp", "latency=0", "!",
+                "rtph264depay", "wait-for-keyframe=true", "!", "fakesink", "num-buffers=1"], timeout: 10)
+            XCTAssertEqual(result.status, 0, result.output)
+            // One keyframe a second (key-int-max = framerate), plus the RTSP exchange and gst-launch's own start.
+            XCTAssertLessThan(Date().timeIntervalSince(started), 2.0, "attempt \(attempt)")
+        }
+    }
+}
