@@ -24,7 +24,7 @@ final class RTSPStreamTests: XCTestCase {
     }
 
     /// Starts a service recording `pipeline` with the stream on a free port; `extra` goes into the config.
-    func start(pipeline: String, variables: String, faceBlur: Bool, extra: String = "") throws -> Running {
+    func start(pipeline: String, variables: String, faceBlur: Bool, extra: String = "", console: Bool = false) throws -> Running {
         let dir = TemporaryDirectory()
         let port = freeLocalPort()
         let config = dir.file("recorder.toml")
@@ -40,7 +40,8 @@ final class RTSPStreamTests: XCTestCase {
             face_blur = \(faceBlur)
             model = "\(faceModelPath)"
             [console]
-            enabled = false
+            enabled = \(console)
+            listen = "127.0.0.1:0"
             [stream]
             rtsp_listen = "127.0.0.1:\(port)"
             \(extra)
@@ -218,6 +219,34 @@ final class RTSPStreamTests: XCTestCase {
         XCTAssertTrue(waitOnMainLoop(5) { running.stream.statistics.refused == 1 })
         XCTAssertEqual(running.stream.statistics.clients, 2)
         XCTAssertEqual(running.stream.clients.map(\.address), ["127.0.0.1", "127.0.0.1"])
+    }
+
+    // MARK: Where it shows
+
+    func testTheStatusAndTheMetricsGiveTheStreamAndItsClients() throws {
+        let running = try start(pipeline: "pipelines/test.pipeline", variables: "width = 320\nheight = 240\nframerate = 15\nbitrate_kbps = 500",
+                                faceBlur: false, console: true)
+        defer { stop(running) }
+        try ConsolePassword(storageDirectory: running.dir.file("chunks").path).set("console test password")
+        let console = try Console(service: running.service)
+        defer { console.stop() }
+        let player = try RawRTSPClient(port: running.port)
+        XCTAssertEqual(try player.play(running.url, authorization: RawRTSPClient.basic("viewer", Self.password)), 200)
+        XCTAssertTrue(waitOnMainLoop(5) { running.stream.statistics.frames > 10 })
+        let status = try runWhileServing("/usr/bin/curl", ["-s", "-u", "admin:console test password", "-H", "Host: box.local:\(console.port)",
+                                                           "http://127.0.0.1:\(console.port)/api/v1/status"], timeout: 10).output
+        let answer = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(status.utf8)) as? [String: Any], status)
+        let stream = try XCTUnwrap(answer["stream"] as? [String: Any], status)
+        XCTAssertEqual(stream["state"] as? String, "listening")
+        XCTAssertEqual(stream["url"] as? String, "rtsp://127.0.0.1:\(running.port)/live", "listening on one address: that address")
+        XCTAssertEqual(stream["user"] as? String, "viewer")
+        XCTAssertEqual((stream["clients"] as? [[String: Any]])?.compactMap { $0["address"] as? String }, ["127.0.0.1"])
+        XCTAssertGreaterThan(stream["frames"] as? Int ?? 0, 10)
+        let metrics = try runWhileServing("/usr/bin/curl", ["-s", "-u", "admin:console test password",
+                                                            "http://127.0.0.1:\(console.port)/metrics"], timeout: 10).output
+        XCTAssertTrue(metrics.contains("allspark_rtsp_clients 1"), metrics)
+        XCTAssertTrue(metrics.contains("allspark_rtsp_frames_dropped_total 0"), metrics)
+        XCTAssertTrue(metrics.split(separator: "\n").contains { $0.hasPrefix("allspark_rtsp_bytes_total ") && !$0.hasSuffix(" 0") }, metrics)
     }
 
     // MARK: Clients never cost the recording anything
