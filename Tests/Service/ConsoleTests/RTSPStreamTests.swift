@@ -242,6 +242,12 @@ final class RTSPStreamTests: XCTestCase {
         XCTAssertEqual(stream["user"] as? String, "viewer")
         XCTAssertEqual((stream["clients"] as? [[String: Any]])?.compactMap { $0["address"] as? String }, ["127.0.0.1"])
         XCTAssertGreaterThan(stream["frames"] as? Int ?? 0, 10)
+        // The answer with its stream follows the API document.
+        let document = try runWhileServing("/usr/bin/curl", ["-s", "-u", "admin:console test password",
+                                                             "http://127.0.0.1:\(console.port)/api/v1/openapi.json"], timeout: 10).output
+        let contract = try OpenAPIContract(Data(document.utf8))
+        XCTAssertEqual(contract.problems(method: "GET", path: "/api/v1/status", status: 200, contentType: "application/json",
+                                         body: Data(status.utf8)), [])
         let metrics = try runWhileServing("/usr/bin/curl", ["-s", "-u", "admin:console test password",
                                                             "http://127.0.0.1:\(console.port)/metrics"], timeout: 10).output
         XCTAssertTrue(metrics.contains("allspark_rtsp_clients 1"), metrics)
@@ -281,6 +287,7 @@ final class RTSPStreamTests: XCTestCase {
         var inChunks = 0
         for chunk in recorder.catalog.all { inChunks += try countFrames(in: recorder.catalog.url(of: chunk)) }
         XCTAssertEqual(inChunks, frames.recorded)
+        XCTAssertEqual(recorder.streamTap.framesOffered, frames.recorded, "the stream's tap saw every recorded frame, once")
         _ = stalled
     }
 
