@@ -87,6 +87,8 @@ struct StatusAnswer: Encodable {
         var frames: Int
         var bytes: Int
         var framesDropped: Int
+        /// Players closed because they stopped reading for stream.session_timeout_s.
+        var clientsClosedStalled: Int
     }
 }
 

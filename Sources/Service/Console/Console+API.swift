@@ -40,7 +40,7 @@ extension Console {
         guard service.configuration.stream.isEnabled else { return nil }
         guard let stream = service.stream else {
             return .init(state: "not_listening", url: nil, user: ConsolePassword.streamUser, clients: [], clientsRefused: 0,
-                         frames: 0, bytes: 0, framesDropped: 0)
+                         frames: 0, bytes: 0, framesDropped: 0, clientsClosedStalled: 0)
         }
         // The Host header without its port (an IPv6 literal keeps its brackets off: url(forHost:) adds them).
         var host = requestHost
@@ -52,7 +52,7 @@ extension Console {
         return .init(state: "listening", url: stream.url(forHost: host), user: ConsolePassword.streamUser,
                      clients: stream.clients.map { .init(address: $0.address, connected: $0.connectedAt) },
                      clientsRefused: statistics.refused, frames: statistics.frames, bytes: statistics.bytes,
-                     framesDropped: statistics.dropped)
+                     framesDropped: statistics.dropped, clientsClosedStalled: statistics.stalled)
     }
 
     /// The recorder's health with the status /healthz gives: ok, degraded
@@ -371,6 +371,7 @@ extension Console {
             m.counter("rtsp_frames_total", "Recorded frames handed to the RTSP stream (once, whatever the number of clients).", total: stream.frames)
             m.counter("rtsp_bytes_total", "Bytes of H.264 handed to the RTSP stream (once, whatever the number of clients).", total: stream.bytes)
             m.counter("rtsp_frames_dropped_total", "Frames the RTSP stream dropped because its clients did not read fast enough.", total: stream.framesDropped)
+            m.counter("rtsp_clients_closed_stalled_total", "RTSP players closed because they stopped reading for stream.session_timeout_s.", total: stream.clientsClosedStalled)
         }
         if let privacy = s.health.privacy {
             m.gauge("privacy_late_frames_last_minute", "Frames the privacy stage let go late in the last minute.", Double(privacy.lateLastMinute))

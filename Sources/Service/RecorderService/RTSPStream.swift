@@ -60,6 +60,6 @@ public final class RTSPStream {
         tap.consumer = nil
         let statistics = server.statistics
         server.stop()
-        logger.notice("stream: stopped (\(statistics.frames) frames, \(statistics.bytes / 1_048_576) MiB served, \(statistics.dropped) dropped for slow clients, \(statistics.refused) clients refused)")
+        logger.notice("stream: stopped (\(statistics.frames) frames, \(statistics.bytes / 1_048_576) MiB served, \(statistics.dropped) dropped for slow clients, \(statistics.refused) clients refused, \(statistics.stalled) closed for not reading)")
     }
 }

@@ -20,11 +20,12 @@ final class RTSPStreamTests: XCTestCase {
         let url: String
         let port: Int
         let dir: TemporaryDirectory
-        var authorized: String { url.replacingOccurrences(of: "rtsp://", with: "rtsp://viewer:\(RTSPStreamTests.password.replacingOccurrences(of: " ", with: "%20"))@") }
+        var authorized: String { url.replacingOccurrences(of: "://", with: "://viewer:\(RTSPStreamTests.password.replacingOccurrences(of: " ", with: "%20"))@") }
     }
 
     /// Starts a service recording `pipeline` with the stream on a free port; `extra` goes into the config.
-    func start(pipeline: String, variables: String, faceBlur: Bool, extra: String = "", console: Bool = false) throws -> Running {
+    func start(pipeline: String, variables: String, faceBlur: Bool, extra: String = "", console: Bool = false,
+               consoleExtra: String = "") throws -> Running {
         let dir = TemporaryDirectory()
         let port = freeLocalPort()
         let config = dir.file("recorder.toml")
@@ -42,6 +43,7 @@ final class RTSPStreamTests: XCTestCase {
             [console]
             enabled = \(console)
             listen = "127.0.0.1:0"
+            \(consoleExtra)
             [stream]
             rtsp_listen = "127.0.0.1:\(port)"
             \(extra)
@@ -219,6 +221,79 @@ final class RTSPStreamTests: XCTestCase {
         XCTAssertTrue(waitOnMainLoop(5) { running.stream.statistics.refused == 1 })
         XCTAssertEqual(running.stream.statistics.clients, 2)
         XCTAssertEqual(running.stream.clients.map(\.address), ["127.0.0.1", "127.0.0.1"])
+    }
+
+    /// A TLS client in Python's ssl (no certificate check): answers the status of OPTIONS without
+    /// credentials, then plays with them and checks the framing of `packets` interleaved RTP packets.
+    static let tlsClient = #"""
+        import ssl, socket, base64, re, sys
+        port, password, packets = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+        context = ssl.create_default_context(); context.check_hostname = False; context.verify_mode = ssl.CERT_NONE
+        s = context.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=5))
+        url = "rtsps://127.0.0.1:%d/live" % port
+        buf = b""; cseq = [0]
+        def request(method, target, headers=""):
+            global buf
+            cseq[0] += 1
+            s.sendall(("%s %s RTSP/1.0\r\nCSeq: %d\r\n%s\r\n" % (method, target, cseq[0], headers)).encode())
+            while b"\r\n\r\n" not in buf: buf += s.recv(65536)
+            head, _, rest = buf.partition(b"\r\n\r\n")
+            m = re.search(rb"Content-Length: (\d+)", head); length = int(m.group(1)) if m else 0
+            while len(rest) < length: rest += s.recv(65536)
+            buf = rest[length:]
+            return head.decode()
+        print("anonymous", request("OPTIONS", url).split()[1])
+        auth = "Authorization: Basic %s\r\n" % base64.b64encode(("viewer:" + password).encode()).decode()
+        request("DESCRIBE", url, auth + "Accept: application/sdp\r\n")
+        head = request("SETUP", url + "/stream=0", auth + "Transport: RTP/AVP/TCP;unicast;interleaved=0-1\r\n")
+        session = re.search(r"Session: ([^;\r]+)", head).group(1)
+        print("play", request("PLAY", url, auth + "Session: %s\r\nRange: npt=0-\r\n" % session).split()[1])
+        good = 0
+        for i in range(packets):
+            while len(buf) < 4: buf += s.recv(65536)
+            if buf[0] != 0x24: break
+            length = (buf[2] << 8) | buf[3]
+            while len(buf) < 4 + length: buf += s.recv(65536)
+            if buf[1] in (0, 1) and buf[4] >> 6 == 2: good += 1
+            buf = buf[4 + length:]
+        print("rtp", good)
+        """#
+
+    /// With the console's certificate the stream is RTSP over TLS only (rtsps://): the password travels encrypted.
+    func testOverTLSWithTheConsolesCertificate() throws {
+        let certificates = TemporaryDirectory()
+        let (certificate, key) = try makeSelfSignedCertificate(in: certificates)
+        let running = try start(pipeline: "pipelines/test.pipeline", variables: "width = 320\nheight = 240\nframerate = 15\nbitrate_kbps = 500",
+                                faceBlur: false, consoleExtra: "tls_certificate = \"\(certificate)\"\ntls_key = \"\(key)\"")
+        defer { stop(running) }
+        XCTAssertEqual(running.url, "rtsps://127.0.0.1:\(running.port)/live")
+        let script = certificates.file("tls-client.py")
+        try Self.tlsClient.write(to: script, atomically: true, encoding: .utf8)
+        let result = try runWhileServing("/usr/bin/python3", [script.path, "\(running.port)", Self.password, "150"], timeout: 20)
+        XCTAssertEqual(result.status, 0, result.output)
+        XCTAssertEqual(result.output.split(separator: "\n"), ["anonymous 401", "play 200", "rtp 150"], result.output)
+        // Plain RTSP on the TLS port gets no answer.
+        let plain = try RawRTSPClient(port: running.port)
+        XCTAssertThrowsError(try plain.request("OPTIONS", running.url.replacingOccurrences(of: "rtsps", with: "rtsp")))
+    }
+
+    /// A player that stops reading after PLAY is closed once its socket has held what it did not read for
+    /// stream.session_timeout_s (gst-rtsp-server drops what does not fit and counts each send as a
+    /// keep-alive, so its session alone would never time out); the others play on.
+    func testAPlayerThatStopsReadingIsClosedAfterTheTimeout() throws {
+        let running = try start(pipeline: "pipelines/test.pipeline", variables: "width = 320\nheight = 240\nframerate = 15\nbitrate_kbps = 500",
+                                faceBlur: false, extra: "session_timeout_s = 5")
+        defer { stop(running) }
+        let stalled = try RawRTSPClient(port: running.port, receiveBuffer: 4096)
+        XCTAssertEqual(try stalled.play(running.url, authorization: RawRTSPClient.basic("viewer", Self.password)), 200)
+        let playing = Date()
+        XCTAssertTrue(waitOnMainLoop(25) { running.stream.statistics.stalled == 1 }, "the player that stopped reading was closed")
+        XCTAssertGreaterThan(Date().timeIntervalSince(playing), 5, "not before its timeout")
+        XCTAssertTrue(waitOnMainLoop(3) { running.stream.statistics.clients == 0 })
+        // The stream goes on for the next player.
+        let probe = try runWhileServing("/usr/bin/ffprobe", ["-v", "error", "-rtsp_transport", "tcp", "-show_entries", "stream=codec_name",
+                                                             "-of", "csv=p=0", running.authorized], timeout: 15)
+        XCTAssertEqual(probe.output.trimmingCharacters(in: .whitespacesAndNewlines), "h264", probe.output)
     }
 
     // MARK: Where it shows

@@ -6,6 +6,9 @@
 #include <gst/app/gstappsrc.h>
 #include <gst/rtsp-server/rtsp-server.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <linux/sockios.h>
 
 // MARK: The credential check: a GstRTSPAuth subclass
 
@@ -39,6 +42,8 @@ typedef struct {
     gint64 connected_mono;
     gboolean refused;
     gboolean has_session;
+    /// Since when its socket's send queue has stayed full (0: it is not): a player that does not read.
+    gint64 full_since;
 } ClientRecord;
 
 struct AsRtspServer {
@@ -57,7 +62,7 @@ struct AsRtspServer {
     GMutex lock;
     GPtrArray *feeds;
     GHashTable *clients; // GstRTSPClient* → ClientRecord*
-    guint64 refused, frames, bytes, dropped;
+    guint64 refused, frames, bytes, dropped, stalled;
 };
 
 /// The most a media's input may hold before frames are dropped for it (a few seconds of video).
@@ -240,6 +245,8 @@ static void client_connected(GstRTSPServer *rtsp, GstRTSPClient *client, AsRtspS
     record->connected_mono = g_get_monotonic_time();
     // A client that does not read loses its own packets, never the others' (the default, said here on purpose).
     g_object_set(client, "drop-backlog", TRUE, NULL);
+    // A session that timed out closes its connection at once (a stalled player holds no socket).
+    g_object_set(client, "post-session-timeout", 0, NULL);
     g_mutex_lock(&server->lock);
     guint total = 0, same = 0;
     GHashTableIter iter;
@@ -262,14 +269,37 @@ static void client_connected(GstRTSPServer *rtsp, GstRTSPClient *client, AsRtspS
     g_signal_connect(client, "new-session", G_CALLBACK(client_new_session), server);
 }
 
+/// True when the client's socket holds 64 KiB or more not yet taken by the player: more than a
+/// healthy player has in flight (4 Mbit/s over a 50 ms round trip is 25 KiB), what a player that
+/// stopped reading soon holds for good. gst-rtsp-server drops what does not fit and counts every
+/// send as a keep-alive, so without this such a session would never time out.
+static gboolean send_queue_full(GstRTSPClient *client) {
+    GstRTSPConnection *connection = gst_rtsp_client_get_connection(client);
+    GSocket *socket = connection ? gst_rtsp_connection_get_write_socket(connection) : NULL;
+    if (!socket) return FALSE;
+    int fd = g_socket_get_fd(socket), queued = 0, size = 0;
+    socklen_t length = sizeof size;
+    if (ioctl(fd, SIOCOUTQ, &queued) != 0 || getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, &length) != 0) return FALSE;
+    return queued >= MIN(64 * 1024, size / 2);
+}
+
 static GstRTSPFilterResult close_stale(GstRTSPServer *rtsp, GstRTSPClient *client, gpointer user_data) {
     (void)rtsp;
     AsRtspServer *server = user_data;
     gint64 now = g_get_monotonic_time();
     gboolean close = FALSE;
+    gboolean full = send_queue_full(client);
     g_mutex_lock(&server->lock);
     ClientRecord *record = g_hash_table_lookup(server->clients, client);
     if (record) {
+        if (!full) record->full_since = 0;
+        else if (!record->full_since) record->full_since = now;
+        // A player that has not read for the session timeout is closed, as a quiet one's session ends.
+        if (record->full_since && server->session_timeout_s > 0 &&
+            now - record->full_since > (gint64)server->session_timeout_s * G_USEC_PER_SEC) {
+            close = TRUE;
+            server->stalled++;
+        }
         gint64 age = now - record->connected_mono;
         // A refused client had 2 s to read its 503; an idle one its idle timeout to start a session.
         if (record->refused && age > 2 * G_USEC_PER_SEC) close = TRUE;
@@ -395,6 +425,7 @@ void as_rtsp_stats(AsRtspServer *server, AsRtspStats *stats) {
     stats->frames = server->frames;
     stats->bytes = server->bytes;
     stats->dropped = server->dropped;
+    stats->stalled = server->stalled;
     stats->media = server->feeds->len;
     g_mutex_unlock(&server->lock);
 }

@@ -72,6 +72,8 @@ public final class RTSPStreamServer: @unchecked Sendable {
         public var frames = 0
         public var bytes = 0
         public var dropped = 0
+        /// Players closed because they stopped reading for the session timeout.
+        public var stalled = 0
         /// A media is being fed (someone plays the stream or is starting to).
         public var watched = false
         public init() {}
@@ -168,6 +170,7 @@ public final class RTSPStreamServer: @unchecked Sendable {
             statistics.frames = Int(raw.frames)
             statistics.bytes = Int(raw.bytes)
             statistics.dropped = Int(raw.dropped)
+            statistics.stalled = Int(raw.stalled)
             statistics.watched = raw.media > 0
             return statistics
         }

@@ -49,6 +49,8 @@ typedef struct {
     uint64_t bytes;
     /// Frames dropped because the stream could not take them (a media that does not read).
     uint64_t dropped;
+    /// Players closed because they stopped reading for the session timeout.
+    uint64_t stalled;
     /// Media pipelines being fed now (0 or 1: the media is shared).
     unsigned media;
 } AsRtspStats;
