@@ -11,7 +11,7 @@ import RecorderTestSupport
 /// The RTSP stream out (`stream.rtsp_listen`) with real clients on 127.0.0.1:
 /// ffmpeg/ffprobe (Debian's) and GStreamer's rtspsrc pull it, a raw client
 /// stalls after PLAY, the detector judges what the players received.
-final class RTSPStreamTests: XCTestCase {
+class RTSPStreamTestCase: XCTestCase {
     static let password = "stream test password"
 
     struct Running {
@@ -20,7 +20,7 @@ final class RTSPStreamTests: XCTestCase {
         let url: String
         let port: Int
         let dir: TemporaryDirectory
-        var authorized: String { url.replacingOccurrences(of: "://", with: "://viewer:\(RTSPStreamTests.password.replacingOccurrences(of: " ", with: "%20"))@") }
+        var authorized: String { url.replacingOccurrences(of: "://", with: "://viewer:\(RTSPStreamTestCase.password.replacingOccurrences(of: " ", with: "%20"))@") }
     }
 
     /// Starts a service recording `pipeline` with the stream on a free port; `extra` goes into the config.
@@ -121,6 +121,9 @@ final class RTSPStreamTests: XCTestCase {
         }
     }
 
+}
+
+final class RTSPStreamTests: RTSPStreamTestCase {
     // MARK: What the players see
 
     func testPlayersGetTheRecordedStreamWithEveryFaceHidden() throws {

@@ -228,7 +228,7 @@ extension Pad {
 
     /// `timestamp` as running time in the segment `pad` carries (the
     /// timestamp itself before any segment).
-    private static func runningTime(of timestamp: ClockTime, on pad: UnsafeMutablePointer<GstPad>) -> ClockTime {
+    static func runningTime(of timestamp: ClockTime, on pad: UnsafeMutablePointer<GstPad>) -> ClockTime {
         guard let event = gst_pad_get_sticky_event(pad, GST_EVENT_SEGMENT, 0) else { return timestamp }
         defer { cgst_event_unref(event) }
         var segment: UnsafePointer<GstSegment>?
@@ -292,6 +292,28 @@ public struct PassingBuffer {
     /// A keyframe (no GST_BUFFER_FLAG_DELTA_UNIT).
     public let isKeyframe: Bool
     public var size: Int { Int(gst_buffer_get_size(buffer.assumingMemoryBound(to: GstBuffer.self))) }
+
+    /// The buffer's timestamp as running time in the pad's segment (what a live source stamped at capture).
+    public var runningTime: ClockTime? {
+        let typed = buffer.assumingMemoryBound(to: GstBuffer.self)
+        guard cgst_clock_time_is_valid(cgst_buffer_pts(typed)) != 0 else { return nil }
+        return Pad.runningTime(of: cgst_buffer_pts(typed), on: pad.assumingMemoryBound(to: GstPad.self))
+    }
+
+    /// The base time of the pad's element (its pipeline's): `baseTime + runningTime` is the clock time.
+    public var baseTime: ClockTime? {
+        guard let element = gst_pad_get_parent_element(pad.assumingMemoryBound(to: GstPad.self)) else { return nil }
+        defer { gst_object_unref(UnsafeMutableRawPointer(element)) }
+        return gst_element_get_base_time(element)
+    }
+
+    /// A copy of the bytes (costly: for tests and benchmarks, not the data path).
+    public func copyBytes() -> Data {
+        let typed = buffer.assumingMemoryBound(to: GstBuffer.self)
+        var bytes = [UInt8](repeating: 0, count: size)
+        let copied = bytes.withUnsafeMutableBytes { gst_buffer_extract(typed, 0, $0.baseAddress, gsize($0.count)) }
+        return Data(bytes.prefix(Int(copied)))
+    }
 }
 
 extension Pad {

@@ -31,7 +31,7 @@ typedef struct {
     /// Nothing pushed yet, or frames were dropped: wait for a keyframe.
     gboolean need_key;
     gboolean have_offset;
-    /// Added to the recording's timestamps: the media's running time at the first frame minus its timestamp.
+    /// The media running time of the last frame sent.
     gint64 offset;
     GstCaps *caps;
 } Feed;
@@ -165,11 +165,30 @@ int as_rtsp_is_watched(AsRtspServer *server) {
     return watched;
 }
 
-void as_rtsp_push_video(AsRtspServer *server, void *buffer_pointer, void *pad) {
+/// `time` (a timestamp in `segment`) as clock time: the pipeline's base time plus its running time.
+static GstClockTime clock_time(const GstSegment *segment, GstClockTime base, GstClockTime time) {
+    if (!GST_CLOCK_TIME_IS_VALID(time)) return GST_CLOCK_TIME_NONE;
+    GstClockTime running = segment ? gst_segment_to_running_time(segment, GST_FORMAT_TIME, time) : time;
+    return GST_CLOCK_TIME_IS_VALID(running) ? base + running : GST_CLOCK_TIME_NONE;
+}
+
+void as_rtsp_push_video(AsRtspServer *server, void *buffer_pointer, void *pad_pointer) {
     GstBuffer *buffer = buffer_pointer;
-    GstCaps *caps = gst_pad_get_current_caps(GST_PAD(pad));
+    GstPad *pad = GST_PAD(pad_pointer);
     gboolean key = !GST_BUFFER_FLAG_IS_SET(buffer, GST_BUFFER_FLAG_DELTA_UNIT);
-    GstClockTime stamp = GST_BUFFER_DTS_IS_VALID(buffer) ? GST_BUFFER_DTS(buffer) : GST_BUFFER_PTS(buffer);
+    // Both pipelines run on the system's monotonic clock: a frame keeps its capture time, as the
+    // media's running time, and is never stamped later than it arrives (the privacy stage hands
+    // frames on in bursts; a later stamp would make the media's sinks wait for it).
+    GstElement *recording = gst_pad_get_parent_element(pad);
+    GstClockTime recording_base = recording ? gst_element_get_base_time(recording) : 0;
+    if (recording) gst_object_unref(recording);
+    GstEvent *segment_event = gst_pad_get_sticky_event(pad, GST_EVENT_SEGMENT, 0);
+    const GstSegment *segment = NULL;
+    if (segment_event) gst_event_parse_segment(segment_event, &segment);
+    GstClockTime pts = clock_time(segment, recording_base, GST_BUFFER_PTS(buffer));
+    GstClockTime dts = clock_time(segment, recording_base, GST_BUFFER_DTS(buffer));
+    if (segment_event) gst_event_unref(segment_event);
+    GstCaps *caps = gst_pad_get_current_caps(pad);
     gboolean taken = FALSE;
     g_mutex_lock(&server->lock);
     for (guint i = 0; i < server->feeds->len; i++) {
@@ -181,32 +200,24 @@ void as_rtsp_push_video(AsRtspServer *server, void *buffer_pointer, void *pad) {
             feed->need_key = TRUE;
             continue;
         }
+        GstClockTime media_base = gst_element_get_base_time(feed->appsrc);
+        GstClockTime stamp = GST_CLOCK_TIME_IS_VALID(dts) ? dts : pts;
+        // Captured before the media started (its first frames), or not after the last one: not sent.
+        if (!GST_CLOCK_TIME_IS_VALID(stamp) || stamp < media_base ||
+            (feed->have_offset && (gint64)(stamp - media_base) <= feed->offset)) {
+            feed->need_key = TRUE;
+            continue;
+        }
         if (caps && (!feed->caps || !gst_caps_is_equal(feed->caps, caps))) {
             gst_caps_replace(&feed->caps, caps);
             gst_app_src_set_caps(GST_APP_SRC(feed->appsrc), caps);
         }
-        if (!feed->have_offset && GST_CLOCK_TIME_IS_VALID(stamp)) {
-            GstClock *clock = gst_element_get_clock(feed->appsrc);
-            if (clock) {
-                GstClockTime now = gst_clock_get_time(clock);
-                GstClockTime base = gst_element_get_base_time(feed->appsrc);
-                feed->offset = (gint64)(now - base) - (gint64)stamp;
-                feed->have_offset = TRUE;
-                gst_object_unref(clock);
-            } else {
-                feed->offset = -(gint64)stamp;
-                feed->have_offset = TRUE;
-            }
-        }
         GstBuffer *copy = gst_buffer_copy(buffer);
-        if (GST_BUFFER_PTS_IS_VALID(copy)) {
-            gint64 t = (gint64)GST_BUFFER_PTS(copy) + feed->offset;
-            GST_BUFFER_PTS(copy) = t >= 0 ? (GstClockTime)t : 0;
-        }
-        if (GST_BUFFER_DTS_IS_VALID(copy)) {
-            gint64 t = (gint64)GST_BUFFER_DTS(copy) + feed->offset;
-            GST_BUFFER_DTS(copy) = t >= 0 ? (GstClockTime)t : 0;
-        }
+        GST_BUFFER_PTS(copy) = GST_CLOCK_TIME_IS_VALID(pts) && pts >= media_base ? pts - media_base : GST_CLOCK_TIME_NONE;
+        GST_BUFFER_DTS(copy) = GST_CLOCK_TIME_IS_VALID(dts) && dts >= media_base ? dts - media_base : GST_CLOCK_TIME_NONE;
+        // `offset` keeps the last stamp sent: timestamps only go forward.
+        feed->offset = (gint64)(stamp - media_base);
+        feed->have_offset = TRUE;
         feed->need_key = FALSE;
         gst_app_src_push_buffer(GST_APP_SRC(feed->appsrc), copy);
         taken = TRUE;
