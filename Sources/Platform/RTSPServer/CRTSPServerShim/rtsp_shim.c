@@ -31,7 +31,7 @@ typedef struct {
     /// Nothing pushed yet, or frames were dropped: wait for a keyframe.
     gboolean need_key;
     gboolean have_offset;
-    /// The media running time of the last frame sent.
+    /// Added to the recording's timestamps: the media's running time at the first frame minus its timestamp.
     gint64 offset;
     GstCaps *caps;
 } Feed;
@@ -142,9 +142,24 @@ static void media_unprepared(GstRTSPMedia *media, AsRtspServer *server) {
     g_mutex_unlock(&server->lock);
 }
 
+/// The media's sinks (made per transport, later) send what arrives at once: the privacy stage hands
+/// frames on in bursts, and a sink that waited for each frame's time would hold the later ones back.
+static void media_element_added(GstBin *pipeline, GstBin *bin, GstElement *element, gpointer data) {
+    (void)pipeline; (void)bin; (void)data;
+    if (GST_OBJECT_FLAG_IS_SET(element, GST_ELEMENT_FLAG_SINK) &&
+        g_object_class_find_property(G_OBJECT_GET_CLASS(element), "sync")) {
+        g_object_set(element, "sync", FALSE, NULL);
+    }
+}
+
 static void media_configure(GstRTSPMediaFactory *factory, GstRTSPMedia *media, AsRtspServer *server) {
     (void)factory;
     GstElement *bin = gst_rtsp_media_get_element(media);
+    GstObject *pipeline = gst_object_get_parent(GST_OBJECT(bin));
+    if (pipeline) {
+        g_signal_connect(pipeline, "deep-element-added", G_CALLBACK(media_element_added), NULL);
+        gst_object_unref(pipeline);
+    }
     GstElement *appsrc = gst_bin_get_by_name_recurse_up(GST_BIN(bin), "videosrc");
     gst_object_unref(bin);
     if (!appsrc) return;
@@ -165,46 +180,21 @@ int as_rtsp_is_watched(AsRtspServer *server) {
     return watched;
 }
 
-/// `time` (a timestamp in `segment`) as clock time: the pipeline's base time plus its running time.
-static GstClockTime clock_time(const GstSegment *segment, GstClockTime base, GstClockTime time) {
-    if (!GST_CLOCK_TIME_IS_VALID(time)) return GST_CLOCK_TIME_NONE;
-    GstClockTime running = segment ? gst_segment_to_running_time(segment, GST_FORMAT_TIME, time) : time;
-    return GST_CLOCK_TIME_IS_VALID(running) ? base + running : GST_CLOCK_TIME_NONE;
-}
-
 void as_rtsp_push_video(AsRtspServer *server, void *buffer_pointer, void *pad_pointer) {
     GstBuffer *buffer = buffer_pointer;
     GstPad *pad = GST_PAD(pad_pointer);
     gboolean key = !GST_BUFFER_FLAG_IS_SET(buffer, GST_BUFFER_FLAG_DELTA_UNIT);
-    // Both pipelines run on the system's monotonic clock: a frame keeps its capture time, as the
-    // media's running time, and is never stamped later than it arrives (the privacy stage hands
-    // frames on in bursts; a later stamp would make the media's sinks wait for it).
-    GstElement *recording = gst_pad_get_parent_element(pad);
-    GstClockTime recording_base = recording ? gst_element_get_base_time(recording) : 0;
-    if (recording) gst_object_unref(recording);
-    GstEvent *segment_event = gst_pad_get_sticky_event(pad, GST_EVENT_SEGMENT, 0);
-    const GstSegment *segment = NULL;
-    if (segment_event) gst_event_parse_segment(segment_event, &segment);
-    GstClockTime pts = clock_time(segment, recording_base, GST_BUFFER_PTS(buffer));
-    GstClockTime dts = clock_time(segment, recording_base, GST_BUFFER_DTS(buffer));
-    if (segment_event) gst_event_unref(segment_event);
+    GstClockTime stamp = GST_BUFFER_DTS_IS_VALID(buffer) ? GST_BUFFER_DTS(buffer) : GST_BUFFER_PTS(buffer);
     GstCaps *caps = gst_pad_get_current_caps(pad);
     gboolean taken = FALSE;
     g_mutex_lock(&server->lock);
     for (guint i = 0; i < server->feeds->len; i++) {
         Feed *feed = g_ptr_array_index(server->feeds, i);
         if (feed->need_key && !key) continue;
+        if (!GST_CLOCK_TIME_IS_VALID(stamp)) continue;
         if (gst_app_src_get_current_level_bytes(GST_APP_SRC(feed->appsrc)) > AS_FEED_MAX_BYTES) {
             // The media does not read: drop, and start again at a keyframe (no broken pictures).
             server->dropped++;
-            feed->need_key = TRUE;
-            continue;
-        }
-        GstClockTime media_base = gst_element_get_base_time(feed->appsrc);
-        GstClockTime stamp = GST_CLOCK_TIME_IS_VALID(dts) ? dts : pts;
-        // Captured before the media started (its first frames), or not after the last one: not sent.
-        if (!GST_CLOCK_TIME_IS_VALID(stamp) || stamp < media_base ||
-            (feed->have_offset && (gint64)(stamp - media_base) <= feed->offset)) {
             feed->need_key = TRUE;
             continue;
         }
@@ -212,12 +202,24 @@ void as_rtsp_push_video(AsRtspServer *server, void *buffer_pointer, void *pad_po
             gst_caps_replace(&feed->caps, caps);
             gst_app_src_set_caps(GST_APP_SRC(feed->appsrc), caps);
         }
+        if (!feed->have_offset) {
+            // The first frame is stamped with the media's running time now; the next keep their spacing
+            // (the capture's). The media's sinks do not wait for timestamps (media_element_added).
+            GstClock *clock = gst_element_get_clock(feed->appsrc);
+            GstClockTime now = clock ? gst_clock_get_time(clock) - gst_element_get_base_time(feed->appsrc) : 0;
+            if (clock) gst_object_unref(clock);
+            feed->offset = (gint64)now - (gint64)stamp;
+            feed->have_offset = TRUE;
+        }
         GstBuffer *copy = gst_buffer_copy(buffer);
-        GST_BUFFER_PTS(copy) = GST_CLOCK_TIME_IS_VALID(pts) && pts >= media_base ? pts - media_base : GST_CLOCK_TIME_NONE;
-        GST_BUFFER_DTS(copy) = GST_CLOCK_TIME_IS_VALID(dts) && dts >= media_base ? dts - media_base : GST_CLOCK_TIME_NONE;
-        // `offset` keeps the last stamp sent: timestamps only go forward.
-        feed->offset = (gint64)(stamp - media_base);
-        feed->have_offset = TRUE;
+        if (GST_BUFFER_PTS_IS_VALID(copy)) {
+            gint64 t = (gint64)GST_BUFFER_PTS(copy) + feed->offset;
+            GST_BUFFER_PTS(copy) = t >= 0 ? (GstClockTime)t : 0;
+        }
+        if (GST_BUFFER_DTS_IS_VALID(copy)) {
+            gint64 t = (gint64)GST_BUFFER_DTS(copy) + feed->offset;
+            GST_BUFFER_DTS(copy) = t >= 0 ? (GstClockTime)t : 0;
+        }
         feed->need_key = FALSE;
         gst_app_src_push_buffer(GST_APP_SRC(feed->appsrc), copy);
         taken = TRUE;
