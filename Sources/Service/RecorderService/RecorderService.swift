@@ -25,6 +25,9 @@ import SystemdSupport
 ///   and said at its top.
 /// - **The privacy stage's detection threads** (`FaceBlurStage`) belong to
 ///   one pipeline run; stopping the run closes the stage and joins them.
+/// - **The RTSP server's thread** ("allspark-rtsp", with a GLib main context of its own)
+///   owns the stream's clients, sessions and media (`RTSPStreamServer`); the stream's
+///   credential check runs there. The recording's encoder thread only hands it frames.
 /// - **Slow work** (finishing a run, probing media, repairing the catalog)
 ///   runs off the main loop, with its result posted back to it.
 public final class RecorderService {
