@@ -28,7 +28,7 @@ public final class StreamAuth: @unchecked Sendable {
     private let logger: Logger
 
     public init(password: ConsolePassword, logger: Logger = Logger(label: "allspark.stream"),
-                now: @escaping @Sendable () -> Date = Date.init) {
+                now: @escaping @Sendable () -> Date = { Date() }) {
         self.password = password
         self.logger = logger
         self.now = now
