@@ -115,6 +115,8 @@ class RTSPStreamTestCase: XCTestCase {
         waitOnMainLoop(timeout) { running.allSatisfy { !$0.0.isRunning } }
         return running.map { process, output, handle in
             if process.isRunning { process.terminate() }
+            // A player blocked on the network may not stop for SIGTERM.
+            if !waitOnMainLoop(3, until: { !process.isRunning }) { kill(process.processIdentifier, SIGKILL) }
             process.waitUntilExit()
             try? handle.close()
             return (process.terminationStatus, (try? String(contentsOf: output, encoding: .utf8)) ?? "")

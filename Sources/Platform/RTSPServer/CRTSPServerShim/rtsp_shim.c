@@ -31,8 +31,11 @@ typedef struct {
     /// Nothing pushed yet, or frames were dropped: wait for a keyframe.
     gboolean need_key;
     gboolean have_offset;
-    /// Added to the recording's timestamps: the media's running time at the first frame minus its timestamp.
+    /// Added to the recording's clock times: the media's running time at the first frame minus its clock time.
     gint64 offset;
+    /// The media running time of the last frame sent: timestamps only go forward.
+    gboolean have_last;
+    gint64 last;
     GstCaps *caps;
 } Feed;
 
@@ -180,11 +183,29 @@ int as_rtsp_is_watched(AsRtspServer *server) {
     return watched;
 }
 
+/// `time` (a timestamp in `segment`) as clock time: the pipeline's base time plus its running time.
+static GstClockTime clock_time(const GstSegment *segment, GstClockTime base, GstClockTime time) {
+    if (!GST_CLOCK_TIME_IS_VALID(time)) return GST_CLOCK_TIME_NONE;
+    GstClockTime running = segment ? gst_segment_to_running_time(segment, GST_FORMAT_TIME, time) : time;
+    return GST_CLOCK_TIME_IS_VALID(running) ? base + running : GST_CLOCK_TIME_NONE;
+}
+
 void as_rtsp_push_video(AsRtspServer *server, void *buffer_pointer, void *pad_pointer) {
     GstBuffer *buffer = buffer_pointer;
     GstPad *pad = GST_PAD(pad_pointer);
     gboolean key = !GST_BUFFER_FLAG_IS_SET(buffer, GST_BUFFER_FLAG_DELTA_UNIT);
-    GstClockTime stamp = GST_BUFFER_DTS_IS_VALID(buffer) ? GST_BUFFER_DTS(buffer) : GST_BUFFER_PTS(buffer);
+    // Timestamps as the recording's clock times (the monotonic clock): they keep going forward when
+    // the recording restarts its pipeline (whose timestamps start again), as a player needs.
+    GstElement *recording = gst_pad_get_parent_element(pad);
+    GstClockTime recording_base = recording ? gst_element_get_base_time(recording) : 0;
+    if (recording) gst_object_unref(recording);
+    GstEvent *segment_event = gst_pad_get_sticky_event(pad, GST_EVENT_SEGMENT, 0);
+    const GstSegment *segment = NULL;
+    if (segment_event) gst_event_parse_segment(segment_event, &segment);
+    GstClockTime pts = clock_time(segment, recording_base, GST_BUFFER_PTS(buffer));
+    GstClockTime dts = clock_time(segment, recording_base, GST_BUFFER_DTS(buffer));
+    if (segment_event) gst_event_unref(segment_event);
+    GstClockTime stamp = GST_CLOCK_TIME_IS_VALID(dts) ? dts : pts;
     GstCaps *caps = gst_pad_get_current_caps(pad);
     gboolean taken = FALSE;
     g_mutex_lock(&server->lock);
@@ -211,15 +232,14 @@ void as_rtsp_push_video(AsRtspServer *server, void *buffer_pointer, void *pad_po
             feed->offset = (gint64)now - (gint64)stamp;
             feed->have_offset = TRUE;
         }
+        // Not after the last frame sent (a clock that went back: never with the monotonic clock): not sent.
+        gint64 at = (gint64)stamp + feed->offset;
+        if (feed->have_last && at <= feed->last) { feed->need_key = TRUE; continue; }
         GstBuffer *copy = gst_buffer_copy(buffer);
-        if (GST_BUFFER_PTS_IS_VALID(copy)) {
-            gint64 t = (gint64)GST_BUFFER_PTS(copy) + feed->offset;
-            GST_BUFFER_PTS(copy) = t >= 0 ? (GstClockTime)t : 0;
-        }
-        if (GST_BUFFER_DTS_IS_VALID(copy)) {
-            gint64 t = (gint64)GST_BUFFER_DTS(copy) + feed->offset;
-            GST_BUFFER_DTS(copy) = t >= 0 ? (GstClockTime)t : 0;
-        }
+        GST_BUFFER_PTS(copy) = GST_CLOCK_TIME_IS_VALID(pts) && (gint64)pts + feed->offset >= 0 ? (GstClockTime)((gint64)pts + feed->offset) : GST_CLOCK_TIME_NONE;
+        GST_BUFFER_DTS(copy) = GST_CLOCK_TIME_IS_VALID(dts) && (gint64)dts + feed->offset >= 0 ? (GstClockTime)((gint64)dts + feed->offset) : GST_CLOCK_TIME_NONE;
+        feed->last = at;
+        feed->have_last = TRUE;
         feed->need_key = FALSE;
         gst_app_src_push_buffer(GST_APP_SRC(feed->appsrc), copy);
         taken = TRUE;
