@@ -155,6 +155,29 @@ static void media_element_added(GstBin *pipeline, GstBin *bin, GstElement *eleme
     }
 }
 
+static void unsync_sink(const GValue *item, gpointer data) {
+    (void)data;
+    GstElement *sink = g_value_get_object(item);
+    if (g_object_class_find_property(G_OBJECT_GET_CLASS(sink), "sync")) {
+        gboolean sync = FALSE;
+        g_object_get(sink, "sync", &sync, NULL);
+        if (sync) g_object_set(sink, "sync", FALSE, NULL);
+    }
+}
+
+/// Every sink of the media's pipeline sends at once (gst-rtsp-server may set `sync` after adding them).
+static void unsync_media(GstElement *appsrc) {
+    GstObject *bin = gst_object_get_parent(GST_OBJECT(appsrc));
+    GstObject *pipeline = bin ? gst_object_get_parent(bin) : NULL;
+    if (pipeline && GST_IS_BIN(pipeline)) {
+        GstIterator *sinks = gst_bin_iterate_sinks(GST_BIN(pipeline));
+        gst_iterator_foreach(sinks, unsync_sink, NULL);
+        gst_iterator_free(sinks);
+    }
+    if (pipeline) gst_object_unref(pipeline);
+    if (bin) gst_object_unref(bin);
+}
+
 static void media_configure(GstRTSPMediaFactory *factory, GstRTSPMedia *media, AsRtspServer *server) {
     (void)factory;
     GstElement *bin = gst_rtsp_media_get_element(media);
@@ -240,6 +263,7 @@ void as_rtsp_push_video(AsRtspServer *server, void *buffer_pointer, void *pad_po
         GST_BUFFER_DTS(copy) = GST_CLOCK_TIME_IS_VALID(dts) && (gint64)dts + feed->offset >= 0 ? (GstClockTime)((gint64)dts + feed->offset) : GST_CLOCK_TIME_NONE;
         feed->last = at;
         feed->have_last = TRUE;
+        if (key) unsync_media(feed->appsrc);
         feed->need_key = FALSE;
         gst_app_src_push_buffer(GST_APP_SRC(feed->appsrc), copy);
         taken = TRUE;
