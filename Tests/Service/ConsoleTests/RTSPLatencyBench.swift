@@ -77,9 +77,9 @@ final class RTSPLatencyBench: RTSPStreamTestCase {
         }
         // The first seconds fill the privacy stage's delay line and the client's start: left out.
         let steady = Array(samples.dropFirst(samples.count / 5))
-        let stage = steady.map { Double($0.tap &- $0.glass) / 1e6 }
-        let glassToClient = steady.map { Double($0.client &- $0.glass) / 1e6 }
-        let stream = steady.map { Double($0.client &- $0.tap) / 1e6 }
+        let stage = steady.map { Double(Int64(bitPattern: $0.tap &- $0.glass)) / 1e6 }
+        let glassToClient = steady.map { Double(Int64(bitPattern: $0.client &- $0.glass)) / 1e6 }
+        let stream = steady.map { Double(Int64(bitPattern: $0.client &- $0.tap)) / 1e6 }
         let line = { (name: String, values: [Double]) in
             String(format: "%-34@ median %7.1f ms   p95 %7.1f ms", name as NSString, percentile(values, 0.5), percentile(values, 0.95))
         }
