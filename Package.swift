@@ -8,6 +8,7 @@ import PackageDescription
 //   GStreamer/   CGStreamer, GStreamerSupport  typed Swift over GStreamer; element and pad pointers stay inside
 //   Soup/        CSoup, CSoupShim, SoupSupport WebSocket client (handshake over GIO, upload gate), HTTP server
 //   Avahi/       CAvahi, AvahiSupport          client, service browser and resolver with typed events
+//   RTSPServer/  CRTSPServer, CRTSPServerShim, RTSPServerSupport  the RTSP stream out (gst-rtsp-server on a thread of its own)
 //   OpenCV/      CFaceDetector, FaceDetectorSupport  CenterFace via OpenCV DNN, block means, pixelation
 //   LibFaceDetection/ CYuNet, YuNetSupport      YuNet (libfacedetection), loaded at run time
 //   ONNXRuntime/ CONNXRuntime                  ONNX Runtime's C API, loaded at run time (CenterFace's faster runtime)
@@ -66,6 +67,17 @@ let package = Package(
         // libsoup's WebSocket, so big uploads stream from the file (see its header).
         .target(name: "CSoupShim", dependencies: ["CSoup"], path: "Sources/Platform/Soup/CSoupShim"),
         .target(name: "SoupSupport", dependencies: ["CSoup", "CSoupShim", "GLibSupport"], path: "Sources/Platform/Soup/SoupSupport"),
+
+        // gst-rtsp-server for the privacy-safe RTSP stream: a C half (auth subclass, client caps,
+        // feeding the shared media, its own thread) with a plain C header, and its Swift boundary.
+        .systemLibrary(name: "CRTSPServer", path: "Sources/Platform/RTSPServer/CRTSPServer",
+                       pkgConfig: "gstreamer-rtsp-server-1.0 gstreamer-app-1.0", providers: [.apt(["libgstrtspserver-1.0-dev"])]),
+        .target(name: "CRTSPServerShim", dependencies: ["CRTSPServer"], path: "Sources/Platform/RTSPServer/CRTSPServerShim",
+                linkerSettings: [.linkedLibrary("gstrtspserver-1.0"), .linkedLibrary("gstrtsp-1.0"), .linkedLibrary("gstapp-1.0"),
+                                 .linkedLibrary("gstreamer-1.0"), .linkedLibrary("gio-2.0"), .linkedLibrary("gobject-2.0"),
+                                 .linkedLibrary("glib-2.0")]),
+        .target(name: "RTSPServerSupport", dependencies: ["CRTSPServerShim", "GStreamerSupport", logging],
+                path: "Sources/Platform/RTSPServer/RTSPServerSupport"),
 
         .systemLibrary(name: "CAvahi", path: "Sources/Platform/Avahi/CAvahi",
                        pkgConfig: "avahi-client avahi-glib", providers: [.apt(["libavahi-client-dev", "libavahi-glib-dev"])]),
@@ -127,12 +139,12 @@ let package = Package(
                 path: "Sources/Service/Discovery"),
         .target(name: "RecorderService",
                 dependencies: ["AllSparkProtocol", "Recorder", "Storage", "RecorderCore", "FaceBlur", "ServerLink", "Discovery",
-                               "GLibSupport", "GStreamerSupport", "SoupSupport", "SystemdSupport", logging, metrics,
+                               "GLibSupport", "GStreamerSupport", "SoupSupport", "SystemdSupport", "RTSPServerSupport", logging, metrics,
                                .product(name: "Prometheus", package: "swift-prometheus")],
                 path: "Sources/Service/RecorderService"),
         .target(name: "Console",
                 dependencies: ["RecorderService", "AllSparkProtocol", "Recorder", "Storage", "RecorderCore", "ServerLink",
-                               "SoupSupport", "GLibSupport", "GStreamerSupport", logging,
+                               "SoupSupport", "GLibSupport", "GStreamerSupport", "RTSPServerSupport", logging,
                                .product(name: "Crypto", package: "swift-crypto"),
                                .product(name: "_CryptoExtras", package: "swift-crypto")],
                 path: "Sources/Service/Console",

@@ -49,7 +49,7 @@ struct CheckPipeline: ParsableCommand {
         }
         do {
             let loaded = try PipelineLoader.load(file: file, variables: variables, privacyBoundary: faceBlur)
-            let boundary = faceBlur ? "every frame passes blur_in → blur_out" : "privacy boundary not checked (privacy.face_blur = false)"
+            let boundary = faceBlur ? "every frame passes blur_in → blur_out (the RTSP stream is taken after it, where chunks are fed)" : "privacy boundary not checked (privacy.face_blur = false)"
             let audio = loaded.audioSink == nil ? "no audio (no audio_in)" : "raw audio into audio_in"
             print("\(file): OK — blur_in, blur_out and chunks found; \(boundary); \(audio); \(loaded.template.redacted(loaded.template.description))")  // user-facing
         } catch {

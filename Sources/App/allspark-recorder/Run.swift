@@ -78,6 +78,8 @@ struct Run: ParsableCommand {
             }
         }
         do {
+            // The stream's own password (made and logged once when missing): before the stream starts.
+            try StreamAuth.install(on: service)
             try service.start()
         } catch {
             fail("\(error)")

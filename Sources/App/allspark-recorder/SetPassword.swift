@@ -6,7 +6,7 @@ import RecorderCore
 struct SetPassword: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "set-password",
-        abstract: "Set the web console's password (user admin), read from standard input.",
+        abstract: "Set the web console's password (user admin), or with --stream the RTSP stream's (user viewer), read from standard input.",
         discussion: """
             Stores a salted PBKDF2 hash in the storage folder of --config (never the \
             password):
@@ -16,10 +16,17 @@ struct SetPassword: ParsableCommand {
             Without it the service makes a password at its first start and logs it \
             once. Sessions already logged in stay until they expire or the service \
             restarts.
+
+            --stream sets the RTSP stream's own password instead (user viewer, for \
+            the NVR's camera URL; stream.rtsp_listen): it opens only the anonymised \
+            stream, never the console.
             """)
 
     @Option(help: "The config file (its recording.storage_dir keeps the password hash).")
     var config: String
+
+    @Flag(help: "Set the RTSP stream's password (user viewer) instead of the console's.")
+    var stream = false
 
     @OptionGroup var common: CommonOptions
 
@@ -30,8 +37,10 @@ struct SetPassword: ParsableCommand {
         guard let line = readLine(strippingNewline: true), !line.isEmpty else {
             fail("no password on standard input (e.g. echo 'a long passphrase' | allspark-recorder set-password --config \(config))")
         }
-        let store = ConsolePassword(storageDirectory: configuration.recording.storageDirectory)
+        let directory = configuration.recording.storageDirectory
+        let store = stream ? ConsolePassword.stream(storageDirectory: directory) : ConsolePassword(storageDirectory: directory)
         do { try store.set(line) } catch { fail("\(error)") }
-        FileHandle.standardError.write(Data("The console password for \(ConsolePassword.user) is set (\(store.path)).\n".utf8))
+        let user = stream ? ConsolePassword.streamUser : ConsolePassword.user
+        FileHandle.standardError.write(Data("The \(store.purpose) password for \(user) is set (\(store.path)).\n".utf8))
     }
 }

@@ -130,12 +130,38 @@ public struct RecorderConfig: Equatable, Sendable {
         public var previewWidth: Int
     }
 
+    /// The privacy-safe RTSP stream out (`[stream]`).
+    public struct Stream: Equatable, Sendable {
+        /// Where the RTSP server listens (`stream.rtsp_listen`); nil: no stream (the default).
+        public var rtspHost: String?
+        public var rtspPort: Int
+        /// At most this many clients at once, and from one address; more are refused (503).
+        public var maxClients: Int
+        public var maxClientsPerAddress: Int
+        /// A client that stops talking (no RTCP, no keep-alive) loses its session after this long.
+        public var sessionTimeoutSeconds: Int
+        /// The mount: rtsp://host:port/live.
+        public static let path = "/live"
+
+        public init(rtspHost: String? = nil, rtspPort: Int = 8554, maxClients: Int = 10, maxClientsPerAddress: Int = 4,
+                    sessionTimeoutSeconds: Int = 20) {
+            self.rtspHost = rtspHost
+            self.rtspPort = rtspPort
+            self.maxClients = maxClients
+            self.maxClientsPerAddress = maxClientsPerAddress
+            self.sessionTimeoutSeconds = sessionTimeoutSeconds
+        }
+
+        public var isEnabled: Bool { rtspHost != nil }
+    }
+
     public var device: Device
     public var server: Server
     public var recording: Recording
     public var privacy: Privacy
     public var console = Console(enabled: false, host: "127.0.0.1", port: 8090, tlsCertificate: nil, tlsKey: nil,
                                  previewFps: 5, previewWidth: 640)
+    public var stream = Stream()
     /// Values substituted for `${name}` in pipeline descriptions.
     public var pipelineVariables: [String: String]
     /// The file this was loaded from (for messages and SIGHUP reloads).
@@ -275,6 +301,10 @@ public enum ConfigLoader {
         Key(name: "console.tls_key", kind: .path),
         Key(name: "console.preview_fps", kind: .number),
         Key(name: "console.preview_width", kind: .integer),
+        Key(name: "stream.rtsp_listen", kind: .string),
+        Key(name: "stream.max_clients", kind: .integer),
+        Key(name: "stream.max_clients_per_address", kind: .integer),
+        Key(name: "stream.session_timeout_s", kind: .integer),
     ]
     static let variablesPrefix = "pipeline.vars."
 
@@ -462,23 +492,53 @@ public enum ConfigLoader {
         config.server.enforceCommunicationsPolicy = try reader.bool("server.enforce_communications_policy", default: false)
         config.server.pairByQR = try reader.bool("server.pair_by_qr", default: false)
         config.console = try console(reader)
+        config.stream = try stream(reader)
         return config
+    }
+
+    /// `[stream]`: the RTSP stream is off unless `stream.rtsp_listen` names an address and port.
+    static func stream(_ reader: SettingReader) throws -> RecorderConfig.Stream {
+        var stream = RecorderConfig.Stream()
+        let listen = try reader.string("stream.rtsp_listen", default: "")
+        if !listen.trimmingCharacters(in: .whitespaces).isEmpty {
+            let (host, port) = try listenAddress(listen, key: "stream.rtsp_listen", reader: reader,
+                                                 examples: "\"0.0.0.0:8554\", \"127.0.0.1:8554\" or \"[::]:8554\"")
+            guard port != 0 else {
+                throw ConfigError("\(reader.origin("stream.rtsp_listen")): stream.rtsp_listen = \"\(listen)\": port 0 is not allowed; RTSP clients need a fixed port, e.g. \"0.0.0.0:8554\"")
+            }
+            stream.rtspHost = host
+            stream.rtspPort = port
+        }
+        stream.maxClients = try reader.integer("stream.max_clients", default: 10, range: 1...64)
+        stream.maxClientsPerAddress = try reader.integer("stream.max_clients_per_address", default: 4, range: 1...64)
+        if stream.maxClientsPerAddress > stream.maxClients {
+            throw ConfigError("\(reader.origin("stream.max_clients_per_address")): stream.max_clients_per_address = \(stream.maxClientsPerAddress) is above stream.max_clients = \(stream.maxClients)")
+        }
+        stream.sessionTimeoutSeconds = try reader.integer("stream.session_timeout_s", default: 20, range: 5...300)
+        return stream
+    }
+
+    /// `host:port` for a server to listen on: an IP address of this box (IPv6 in brackets) and a port.
+    static func listenAddress(_ listen: String, key: String, reader: SettingReader, examples: String) throws -> (host: String, port: Int) {
+        guard let colon = listen.lastIndex(of: ":"), let port = Int(listen[listen.index(after: colon)...]),
+              (0...65_535).contains(port) else {
+            throw ConfigError("\(reader.origin(key)): \(key) = \"\(listen)\" is not an address and port; use e.g. \(examples)")
+        }
+        var host = String(listen[..<colon])
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        var scratch = in6_addr()
+        guard inet_pton(AF_INET, host, &scratch) == 1 || inet_pton(AF_INET6, host, &scratch) == 1 else {
+            throw ConfigError("\(reader.origin(key)): \(key) = \"\(listen)\": \"\(host)\" is not an IP address of this box; use \"0.0.0.0\" (every IPv4 interface), \"127.0.0.1\" (this box only) or \"[::]\"")
+        }
+        return (host, port)
     }
 
     /// `[console]`: on by default, on every interface, port 8090 (it always asks for a password).
     static func console(_ reader: SettingReader) throws -> RecorderConfig.Console {
         let enabled = try reader.bool("console.enabled", default: true)
         let listen = try reader.string("console.listen", default: "0.0.0.0:8090")
-        guard let colon = listen.lastIndex(of: ":"), let port = Int(listen[listen.index(after: colon)...]),
-              (0...65_535).contains(port) else {
-            throw ConfigError("\(reader.origin("console.listen")): console.listen = \"\(listen)\" is not an address and port; use e.g. \"0.0.0.0:8090\", \"127.0.0.1:8090\" or \"[::]:8090\"")
-        }
-        var host = String(listen[..<colon])
-        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-        var scratch = in6_addr()
-        guard inet_pton(AF_INET, host, &scratch) == 1 || inet_pton(AF_INET6, host, &scratch) == 1 else {
-            throw ConfigError("\(reader.origin("console.listen")): console.listen = \"\(listen)\": \"\(host)\" is not an IP address of this box; use \"0.0.0.0\" (every IPv4 interface), \"127.0.0.1\" (this box only) or \"[::]\"")
-        }
+        let (host, port) = try listenAddress(listen, key: "console.listen", reader: reader,
+                                             examples: "\"0.0.0.0:8090\", \"127.0.0.1:8090\" or \"[::]:8090\"")
         let certificate = try reader.path("console.tls_certificate")
         let key = try reader.path("console.tls_key")
         if (certificate == nil) != (key == nil) {

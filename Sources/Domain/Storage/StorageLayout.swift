@@ -9,6 +9,8 @@ public enum StorageLayout {
     public static let serverLinkFileName = "server-link.json"
     /// The console password's salted hash (`ConsolePassword` in Console).
     public static let consolePasswordFileName = "console-password.json"
+    /// The RTSP stream's password's salted hash (`ConsolePassword.stream` in Console).
+    public static let streamPasswordFileName = "stream-password.json"
     /// The suffix drawn once for a host name used as the device name (`DeviceName` in RecorderCore).
     public static let deviceNameFileName = "device-name.json"
     /// Hidden folder of pins shared by every process using the folder (`SharedPins`).
@@ -16,5 +18,5 @@ public enum StorageLayout {
     /// Files written with `StorageFolder.writeAtomically`, whose temporaries
     /// a crash may leave behind.
     public static let atomicallyWritten = [indexFileName, serverSettingsFileName, serverLinkFileName, consolePasswordFileName,
-                                           deviceNameFileName]
+                                           streamPasswordFileName, deviceNameFileName]
 }

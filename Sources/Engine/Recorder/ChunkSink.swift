@@ -152,6 +152,10 @@ final class ChunkSink {
     /// the recorder then restarts the pipeline with the settings asked.
     var onSwitchFailed: ((String) -> Void)?
 
+    /// The pad feeding the chunk sink (the encoder part's last output), once installed:
+    /// it stays linked to whichever sink is active, so a tap on it sees every frame recorded.
+    private(set) var encodedOutput: Pad?
+
     /// Puts a freshly configured splitmuxsink in place of the parsed one.
     /// gst_parse links the parsed sink before we can configure it, which
     /// creates its muxer with the default factory (mp4mux); a qtmux chunk
@@ -172,6 +176,7 @@ final class ChunkSink {
         guard attach(fresh, to: feed, settings: settings) else {
             throw GStreamerError("cannot link the encoder to the chunk sink")
         }
+        encodedOutput = feed
         // The encoder's output stays linked to whichever sink is active (a
         // container switch re-links the same pad), so this sees every frame recorded.
         feed.onEveryBuffer { [weak self] runningTime in self?.frameArrived(at: runningTime) }

@@ -51,7 +51,10 @@ public enum PipelineLoader {
         }
         let graph = pipeline.graph()
         let loaded = try checkContract(pipeline, graph: graph, template: template)
-        if privacyBoundary { try checkPrivacyBoundary(graph, template: template) }
+        if privacyBoundary {
+            try checkPrivacyBoundary(graph, template: template)
+            try checkStreamTap(graph, template: template)
+        }
         return loaded
     }
 
@@ -174,6 +177,56 @@ public enum PipelineLoader {
             throw PipelineError(file: template.file, line: line, reason: "cannot convert the audio for '\(name)': \(error)")
         }
         return sink
+    }
+
+    /// The element whose output enters `chunks`: where the RTSP stream
+    /// (`stream.rtsp_listen`) takes the recorded H.264 (`StreamTap`).
+    static func streamTapIndex(_ graph: PipelineGraph) -> Int? {
+        guard let chunks = graph.index(named: PipelineTemplate.Contract.chunkSink) else { return nil }
+        // The video input's feeder; any other feeder of chunks is checked by checkPrivacyBoundary.
+        guard let video = graph.nodes[chunks].element.staticPad("video")?.peer else {
+            return graph.links.first { $0.value.contains(chunks) }?.key
+        }
+        return graph.nodes.firstIndex { node in node.element.staticPad("src").map { $0 == video } ?? false }
+            ?? graph.links.first { $0.value.contains(chunks) }?.key
+    }
+
+    /// The RTSP stream's side of the privacy boundary: the stream is taken
+    /// where the recording enters `chunks` (never from the capture side), so
+    /// that element must get frames from `blur_out` and from no other source.
+    /// `checkPrivacyBoundary` implies it for every sink; this says it for the
+    /// stream's tap by name, so a pipeline that breaks it is refused with the
+    /// stream in the reason, and a change to either check cannot open the stream.
+    static func checkStreamTap(_ graph: PipelineGraph, template: PipelineTemplate) throws {
+        typealias C = PipelineTemplate.Contract
+        guard let tap = streamTapIndex(graph) else {
+            throw PipelineError(file: template.file, line: template.line(mentioning: C.chunkSink),
+                                reason: "nothing is linked into '\(C.chunkSink)': the recording (and the RTSP stream) would get no frames")
+        }
+        let blurOut = graph.index(named: C.processedSource)
+        let links = graph.possibleLinks
+        let tapName = graph.nodes[tap].name
+        func reaches(from source: Int, stoppingAt stop: Int?) -> Bool {
+            var seen: Set<Int> = [source]
+            var queue = [source]
+            while let node = queue.popLast() {
+                if node == tap { return true }
+                for next in links[node] ?? [] where next != stop && seen.insert(next).inserted { queue.append(next) }
+            }
+            return false
+        }
+        if let blurOut, !reaches(from: blurOut, stoppingAt: nil) {
+            throw PipelineError(file: template.file, line: template.line(mentioning: tapName) ?? template.line(mentioning: stripInstanceNumber(tapName)),
+                                reason: "privacy: '\(tapName)' feeds '\(C.chunkSink)' (where the RTSP stream is taken) but gets nothing from '\(C.processedSource)'")
+        }
+        for source in graph.nodes.indices where graph.nodes[source].isSource && source != blurOut {
+            guard reaches(from: source, stoppingAt: blurOut) else { continue }
+            throw PipelineError(file: template.file, line: template.line(mentioning: tapName) ?? template.line(mentioning: stripInstanceNumber(tapName)), reason: """
+                privacy: '\(tapName)' feeds '\(C.chunkSink)', where the RTSP stream is taken, and gets frames from \
+                '\(graph.nodes[source].name)' that do not pass through \(C.captureSink) and \(C.processedSource); \
+                with privacy.face_blur = true the stream carries only what passed the privacy stage
+                """)
+        }
     }
 
     /// The privacy boundary, checked on the graph rather than on names:

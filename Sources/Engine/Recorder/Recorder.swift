@@ -80,6 +80,8 @@ public final class Recorder {
     public private(set) var lastProblem: String?
     /// Live pictures of what is recorded, after the privacy stage (built only while watched).
     public let preview: PreviewTap
+    /// The recorded H.264 for a network stream (the RTSP server), taken where it enters the chunks.
+    public let streamTap = StreamTap()
     /// Reads pairing QR codes from the captured picture (before the privacy stage, never recorded; built only while scanning).
     public let qrScanner = QRScanner()
 
@@ -213,7 +215,7 @@ public final class Recorder {
                                            companions: CompanionSettings(tuning),
                                            frameTimeout: config.recording.frameTimeoutSeconds,
                                            processor: processor, preview: preview, qrScanner: qrScanner,
-                                           wallClock: wallClock, worker: worker, logger: logger)
+                                           streamTap: streamTap, wallClock: wallClock, worker: worker, logger: logger)
             session.probe = mediaProbe
             session.onChunkFinished = { [weak self] chunk in self?.chunkFinished(chunk) }
             session.onFirstFrame = { [weak self, weak session] in

@@ -48,6 +48,8 @@ final class RecordingSession {
     /// The audio from `audio_in`, when the pipeline has an audio path.
     private let audio: AudioTrack?
     private let companions: CompanionWriter
+    /// Hands the recorded H.264 to a network stream (the RTSP server), when there is one.
+    private let streamTap: StreamTap?
     /// Finished chunks are reported in the order they started.
     private var reportOrder = ChunkReportOrder<FinishedChunk>()
 
@@ -73,7 +75,8 @@ final class RecordingSession {
     /// - Parameter worker: a serial queue for the slow steps of stopping.
     init(loaded: LoadedPipeline, storage: URL, settings: ChunkSettings, companions: CompanionSettings = .init(),
          frameTimeout: Double, processor: FrameProcessor, preview: PreviewTap? = nil, qrScanner: QRScanner? = nil,
-         wallClock: WallClock, worker: DispatchQueue, logger: Logger) {
+         streamTap: StreamTap? = nil, wallClock: WallClock, worker: DispatchQueue, logger: Logger) {
+        self.streamTap = streamTap
         self.loaded = loaded
         self.logger = logger
         self.frameTimeout = frameTimeout
@@ -108,6 +111,7 @@ final class RecordingSession {
 
     private func play() throws {
         try chunkSink.install()
+        if let streamTap, let output = chunkSink.encodedOutput { streamTap.attach(to: output) }
         framePath.start()
         if let audio, let sink = loaded.audioSink {
             audio.attach(to: sink, baseTime: { [pipeline = loaded.pipeline] in pipeline.baseTime })

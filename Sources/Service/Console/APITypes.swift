@@ -68,6 +68,28 @@ struct StatusAnswer: Encodable {
     var health: Health
     var storage: Storage
     var server: Server
+    /// The RTSP stream out, when `stream.rtsp_listen` is set.
+    var stream: Stream?
+
+    struct Stream: Encodable {
+        struct Client: Encodable {
+            var address: String
+            var connected: Date
+        }
+        /// "listening", or "not_listening" (it could not listen: the log says why).
+        var state: String
+        /// rtsp://HOST:PORT/live (rtsps with the console's certificate); HOST is the one the request
+        /// came to when the stream listens on every interface.
+        var url: String?
+        var user: String
+        var clients: [Client]
+        var clientsRefused: Int
+        var frames: Int
+        var bytes: Int
+        var framesDropped: Int
+        /// Players closed because they stopped reading for stream.session_timeout_s.
+        var clientsClosedStalled: Int
+    }
 }
 
 struct ChunkAnswer: Encodable {

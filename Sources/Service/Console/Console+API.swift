@@ -7,7 +7,8 @@ import SoupSupport
 
 // The REST API's answers (`/api/v1/…`) and the Prometheus metrics.
 extension Console {
-    func status() -> StatusAnswer {
+    /// - Parameter requestHost: the host a request came to (its Host header), for the stream's address.
+    func status(requestHost: String? = nil) -> StatusAnswer {
         let config = service.configuration
         let recorder = service.recorder
         let tuning = recorder?.currentTuning ?? config.tuning
@@ -31,7 +32,27 @@ extension Console {
                            bytes: recorder?.catalog.totalBytes ?? 0, bufferMaxBytes: tuning.bufferMaxBytes,
                            diskFreeBytes: StorageGuard.freeBytes(at: URL(fileURLWithPath: config.recording.storageDirectory)), oldest: chunks.first.map { Date(timeIntervalSince1970: $0.start) },
                            newest: chunks.last.map { Date(timeIntervalSince1970: $0.end) }),
-            server: linkState())
+            server: linkState(), stream: streamAnswer(requestHost: requestHost))
+    }
+
+    /// The RTSP stream's address and clients, when `stream.rtsp_listen` is set.
+    func streamAnswer(requestHost: String?) -> StatusAnswer.Stream? {
+        guard service.configuration.stream.isEnabled else { return nil }
+        guard let stream = service.stream else {
+            return .init(state: "not_listening", url: nil, user: ConsolePassword.streamUser, clients: [], clientsRefused: 0,
+                         frames: 0, bytes: 0, framesDropped: 0, clientsClosedStalled: 0)
+        }
+        // The Host header without its port (an IPv6 literal keeps its brackets off: url(forHost:) adds them).
+        var host = requestHost
+        if let h = host {
+            if h.hasPrefix("["), let end = h.firstIndex(of: "]") { host = String(h[h.index(after: h.startIndex)..<end]) }
+            else if let colon = h.lastIndex(of: ":") { host = String(h[..<colon]) }
+        }
+        let statistics = stream.statistics
+        return .init(state: "listening", url: stream.url(forHost: host), user: ConsolePassword.streamUser,
+                     clients: stream.clients.map { .init(address: $0.address, connected: $0.connectedAt) },
+                     clientsRefused: statistics.refused, frames: statistics.frames, bytes: statistics.bytes,
+                     framesDropped: statistics.dropped, clientsClosedStalled: statistics.stalled)
     }
 
     /// The recorder's health with the status /healthz gives: ok, degraded
@@ -343,6 +364,15 @@ extension Console {
         m.gauge("recorded_frames_per_second", "Frames written to chunks per second over the last ~10 s.", s.health.recordedFramesPerSecond)
         m.gauge("process_cpu_percent", "CPU use of the recorder over the last 2 s, in % of one core.", s.health.cpuPercent)
         m.gauge("temperature_celsius", "The hottest thermal zone of the box.", s.health.temperatureCelsius)
+        if let stream = s.stream {
+            m.gauge("rtsp_listening", "1 while the RTSP stream (stream.rtsp_listen) listens.", stream.state == "listening" ? 1 : 0)
+            m.gauge("rtsp_clients", "RTSP clients connected now.", Double(stream.clients.count))
+            m.counter("rtsp_clients_refused_total", "RTSP clients refused over stream.max_clients or stream.max_clients_per_address.", total: stream.clientsRefused)
+            m.counter("rtsp_frames_total", "Recorded frames handed to the RTSP stream (once, whatever the number of clients).", total: stream.frames)
+            m.counter("rtsp_bytes_total", "Bytes of H.264 handed to the RTSP stream (once, whatever the number of clients).", total: stream.bytes)
+            m.counter("rtsp_frames_dropped_total", "Frames the RTSP stream dropped because its clients did not read fast enough.", total: stream.framesDropped)
+            m.counter("rtsp_clients_closed_stalled_total", "RTSP players closed because they stopped reading for stream.session_timeout_s.", total: stream.clientsClosedStalled)
+        }
         if let privacy = s.health.privacy {
             m.gauge("privacy_late_frames_last_minute", "Frames the privacy stage let go late in the last minute.", Double(privacy.lateLastMinute))
             m.gauge("privacy_hidden_share_last_minute", "Share of the picture hidden as unconfirmed in the last minute.", privacy.hiddenShareLastMinute)

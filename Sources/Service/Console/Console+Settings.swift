@@ -71,7 +71,7 @@ extension Console {
                 do {
                     let loaded = try PipelineLoader.load(file: file, variables: variables, privacyBoundary: faceBlur)
                     _ = loaded.pipeline.setState(.null)
-                    verdict = "OK: blur_in, blur_out and chunks found; " + (faceBlur ? "every frame passes blur_in → blur_out" : "privacy boundary not checked (privacy.face_blur = false)")
+                    verdict = "OK: blur_in, blur_out and chunks found; " + (faceBlur ? "every frame passes blur_in → blur_out (the RTSP stream is taken after it, where chunks are fed)" : "privacy boundary not checked (privacy.face_blur = false)")
                 } catch {
                     ok = false
                     // Credentials never shown, even inside an error that quotes the substituted pipeline.

@@ -152,7 +152,7 @@ public final class Console {
             // A reloaded page has its cookie but not its CSRF token; another site cannot read this answer.
             if case .session(let session) = proof { return json(200, SessionAnswer(user: ConsolePassword.user, csrfToken: session.csrf)) }
             return json(200, SessionAnswer(user: ConsolePassword.user, csrfToken: nil))
-        case ("GET", "/api/v1/status"): return json(200, status())
+        case ("GET", "/api/v1/status"): return json(200, status(requestHost: request.headers["host"]))
         case ("GET", "/api/v1/chunks"): return chunks(request)
         case ("GET", "/api/v1/settings"), ("HEAD", "/api/v1/settings"): return currentSettings()
         case ("PATCH", "/api/v1/settings"): return patchSettings(request)

@@ -40,14 +40,10 @@ final class ConsoleAuth {
     /// Digests of Authorization headers proven recently, so a script polling with
     /// Basic does not pay PBKDF2 on every request.
     private var provenBasic: [Data: Date] = [:]
-    private var failures: [String: (count: Int, blockedUntil: Date)] = [:]
-    /// When the failures of the last `globalWindow` happened, from any address (oldest first).
-    private var recentFailures: [Date] = []
-    /// Until when every password check waits, after `globalFailureLimit` failures in `globalWindow`.
-    private var globalLockUntil: Date?
+    private var attempts = FailedAttempts(what: "console")
     /// Failed password checks in `globalWindow`, from all addresses together, before every check waits.
-    static let globalFailureLimit = 20
-    static let globalWindow: TimeInterval = 60
+    static let globalFailureLimit = FailedAttempts.globalFailureLimit
+    static let globalWindow = FailedAttempts.globalWindow
     /// Password checks waiting for or running PBKDF2; past this, more are answered 429 at once.
     static let maximumVerifying = 8
     private var verifying = 0
@@ -103,7 +99,7 @@ final class ConsoleAuth {
                 guard let self else { return }
                 self.verifying -= 1
                 if ok {
-                    self.failures[address] = nil
+                    self.attempts.succeeded(address)
                     done(nil)
                 } else {
                     self.failed(address)
@@ -238,51 +234,13 @@ final class ConsoleAuth {
         return originAuthority.lowercased() == host.lowercased()
     }
 
-    // MARK: Slowing guessers down
+    // MARK: Slowing guessers down (FailedAttempts: the rules the RTSP stream shares)
 
-    private func failed(_ address: String) {
-        var entry = failures[address] ?? (0, .distantPast)
-        entry.count += 1
-        if entry.count >= 3 {
-            let seconds = min(300, 1 << min(entry.count - 3, 9))
-            entry.blockedUntil = now().addingTimeInterval(TimeInterval(seconds))
-            logger.warning("console: \(entry.count) failed logins in a row from \(address): it must wait \(seconds) s")
-        }
-        failures[address] = entry
-        recentFailures.append(now())
-        pruneRecentFailures()
-        if recentFailures.count >= Self.globalFailureLimit, globalLockUntil == nil {
-            // A whole window: at most `globalFailureLimit` guesses a minute, and two log lines a minute under a long attack.
-            globalLockUntil = now().addingTimeInterval(Self.globalWindow)
-            let addresses = Set(failures.keys).count
-            logger.warning("console: \(recentFailures.count) failed logins in the last \(Int(Self.globalWindow)) s (from \(addresses) addresses): password checks from everyone wait \(Int(Self.globalWindow)) s")
-        }
-    }
-
-    private func pruneRecentFailures() {
-        let start = now().addingTimeInterval(-Self.globalWindow)
-        recentFailures.removeAll { $0 <= start }
-        // Forget addresses that are neither blocked nor recent, so the table stays small.
-        if failures.count > 1000 { failures = failures.filter { $0.value.blockedUntil > now() } }
-    }
-
+    private func failed(_ address: String) { attempts.failed(address, now: now(), logger: logger) }
 
     /// Why a password from `address` may not be checked now, or nil.
     private func throttled(_ address: String) -> Refusal? {
-        if let entry = failures[address], entry.blockedUntil > now() {
-            let seconds = max(1, Int(entry.blockedUntil.timeIntervalSince(now()).rounded(.up)))
-            return .throttled(seconds: seconds, why: "too many failed logins from this address; try again in \(seconds) s")
-        }
-        if let until = globalLockUntil {
-            if until > now() {
-                let seconds = max(1, Int(until.timeIntervalSince(now()).rounded(.up)))
-                return .throttled(seconds: seconds, why: "too many failed logins lately (from all addresses); try again in \(seconds) s")
-            }
-            globalLockUntil = nil
-            pruneRecentFailures()
-            logger.notice("console: password checks resume")
-        }
-        return nil
+        attempts.refusal(address, now: now(), logger: logger).map { .throttled(seconds: $0.seconds, why: $0.why) }
     }
 
     func cookie(for session: Session, secure: Bool) -> String {

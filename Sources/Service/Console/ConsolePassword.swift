@@ -8,9 +8,18 @@ import Storage
 /// hash in the storage folder (`console-password.json`, written atomically
 /// through `StorageFolder`, never through a link). The password itself is
 /// never stored or logged, except a generated one, shown once at first start.
+///
+/// The RTSP stream has a password of its own, kept the same way
+/// (`ConsolePassword.stream`, `stream-password.json`, user `viewer`): an NVR
+/// keeps its camera URLs with their passwords in plain text, and RTSP without
+/// TLS sends Basic credentials in the clear, so what it holds must open only
+/// the anonymised picture, never the console (which can turn the privacy
+/// stage off).
 public struct ConsolePassword {
     public static let fileName = StorageLayout.consolePasswordFileName
     public static let user = "admin"
+    /// The RTSP stream's user (its password: `stream(storageDirectory:)`).
+    public static let streamUser = "viewer"
 
     struct Record: Codable, Equatable {
         var algorithm: String
@@ -23,8 +32,22 @@ public struct ConsolePassword {
     static let iterations = 210_000
     private let file: KeptFile<Record>
 
+    /// What the password opens, for messages: "console" or "stream".
+    public let purpose: String
+
     public init(storageDirectory: String) {
         file = KeptFile(storageDirectory: storageDirectory, name: Self.fileName)
+        purpose = "console"
+    }
+
+    private init(storageDirectory: String, fileName: String, purpose: String) {
+        file = KeptFile(storageDirectory: storageDirectory, name: fileName)
+        self.purpose = purpose
+    }
+
+    /// The RTSP stream's own password (user `viewer`), kept beside the console's.
+    public static func stream(storageDirectory: String) -> ConsolePassword {
+        ConsolePassword(storageDirectory: storageDirectory, fileName: StorageLayout.streamPasswordFileName, purpose: "stream")
     }
 
     public var path: String { file.url.path }
@@ -34,7 +57,7 @@ public struct ConsolePassword {
     /// Stores a new password (replacing the old one).
     public func set(_ password: String) throws {
         guard password.count >= 8 else {
-            throw ConfigError("the console password must have at least 8 characters")
+            throw ConfigError("the \(purpose) password must have at least 8 characters")
         }
         var salt = [UInt8](repeating: 0, count: 16)
         var generator = SystemRandomNumberGenerator()
@@ -65,7 +88,7 @@ public struct ConsolePassword {
     }
 
     func load() throws -> Record {
-        guard let record = file.load() else { throw ConfigError("\(path): no console password is set") }
+        guard let record = file.load() else { throw ConfigError("\(path): no \(purpose) password is set") }
         guard record.algorithm == "pbkdf2-sha256", record.iterations >= Self.iterations else {
             throw ConfigError("\(path): unknown password hash \(record.algorithm)")
         }

@@ -4,6 +4,7 @@ import GLibSupport
 import Logging
 import Recorder
 import RecorderCore
+import RTSPServerSupport
 import ServerLink
 import SystemdSupport
 
@@ -24,6 +25,9 @@ import SystemdSupport
 ///   and said at its top.
 /// - **The privacy stage's detection threads** (`FaceBlurStage`) belong to
 ///   one pipeline run; stopping the run closes the stage and joins them.
+/// - **The RTSP server's thread** ("allspark-rtsp", with a GLib main context of its own)
+///   owns the stream's clients, sessions and media (`RTSPStreamServer`); the stream's
+///   credential check runs there. The recording's encoder thread only hands it frames.
 /// - **Slow work** (finishing a run, probing media, repairing the catalog)
 ///   runs off the main loop, with its result posted back to it.
 public final class RecorderService {
@@ -69,6 +73,11 @@ public final class RecorderService {
         },
         fileTuning: { [unowned self] in self.fileTuning }, logger: logger)
     public private(set) var state: State = .idle
+    /// The RTSP stream out, while `stream.rtsp_listen` is set and it listens.
+    public private(set) var stream: RTSPStream?
+    /// Checks the stream's credentials (`StreamAuth` in Console); without one the stream is not
+    /// started (fail closed). Set before `start`; called on the RTSP server's thread.
+    public var streamCheck: RTSPStreamServer.Check?
     /// The service's monitoring numbers (the console's `/metrics`).
     public let metrics = ServiceMetrics()
     /// Called on the main loop whenever the recorder's state changes.
@@ -129,9 +138,24 @@ public final class RecorderService {
         }
         try recorder.start()
         state = .running(connected(recorder))
+        startStream(recorder)
         systemd?.start { [weak self] in self?.health }
         if configuration.server.pairByQR && configuration.server.host.isEmpty {
             do { try pairByQRCode() } catch { logger.error("pairing: \(error); recording goes on without it") }
+        }
+    }
+
+    /// The RTSP stream is a window on the recording: when it cannot listen, recording goes on without it.
+    private func startStream(_ recorder: Recorder) {
+        guard configuration.stream.isEnabled else { return }
+        guard let streamCheck else {
+            logger.error("stream: no credential check was given, so the stream stays off (stream.rtsp_listen in \(settings.configFile))")
+            return
+        }
+        do {
+            stream = try RTSPStream(config: configuration, tap: recorder.streamTap, check: streamCheck, logger: logger)
+        } catch {
+            logger.error("stream: \(error); recording goes on without it (stream.rtsp_listen in \(settings.configFile))")
         }
     }
 
@@ -278,6 +302,8 @@ public final class RecorderService {
         logger.notice("\(reason): finishing the current chunk")
         stopPairing()
         systemd?.stopping(reason)
+        stream?.stop()
+        stream = nil
         state = .stopping(parts)
         parts.discovery?.stop()
         parts.recorder.stop { [weak self] in

@@ -166,4 +166,25 @@ final class PipelineLoaderTests: XCTestCase {
         XCTAssertNoThrow(try PipelineLoader.load(file: leak, variables: vars, privacyBoundary: false))
         _ = (dir, leakDir)
     }
+
+    /// The RTSP stream is taken where the recording enters chunks: the check names that element and
+    /// refuses it when it gets frames that did not pass the privacy stage.
+    func testTheStreamTapIsAfterThePrivacyStageAndTheCheckKnowsIt() throws {
+        let (dir, path) = try write(good)
+        let pipeline = try Pipeline.parse(try PipelineTemplate(file: path, variables: vars).description)
+        let graph = pipeline.graph()
+        let tap = try XCTUnwrap(PipelineLoader.streamTapIndex(graph))
+        XCTAssertEqual(graph.nodes[tap].factory, "h264parse", "the tap is the parser's output, what chunks record")
+        XCTAssertNoThrow(try PipelineLoader.checkStreamTap(graph, template: PipelineTemplate(file: path, variables: vars)))
+        // A camera branch into the encoder: the stream would carry faces, and the check says so by the stream's name.
+        let (leakDir, leak) = try write(teeIntoChunks)
+        let leakTemplate = try PipelineTemplate(file: leak, variables: vars)
+        let leakGraph = try Pipeline.parse(leakTemplate.description).graph()
+        XCTAssertThrowsError(try PipelineLoader.checkStreamTap(leakGraph, template: leakTemplate)) { error in
+            let message = "\(error)"
+            XCTAssertTrue(message.contains("where the RTSP stream is taken"), message)
+            XCTAssertTrue(message.contains("gets frames from 'videotestsrc"), message)
+        }
+        _ = (dir, leakDir)
+    }
 }

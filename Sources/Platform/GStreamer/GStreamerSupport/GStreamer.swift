@@ -228,7 +228,7 @@ extension Pad {
 
     /// `timestamp` as running time in the segment `pad` carries (the
     /// timestamp itself before any segment).
-    private static func runningTime(of timestamp: ClockTime, on pad: UnsafeMutablePointer<GstPad>) -> ClockTime {
+    static func runningTime(of timestamp: ClockTime, on pad: UnsafeMutablePointer<GstPad>) -> ClockTime {
         guard let event = gst_pad_get_sticky_event(pad, GST_EVENT_SEGMENT, 0) else { return timestamp }
         defer { cgst_event_unref(event) }
         var segment: UnsafePointer<GstSegment>?
@@ -282,4 +282,57 @@ extension Pad {
         let event = gst_video_event_new_upstream_force_key_unit(GStreamer.clockTimeNone, 1, 0)
         _ = gst_pad_send_event(pointer, event)
     }
+}
+
+/// A buffer passing a pad, lent to a probe's action for the length of the call
+/// only: read it or hand it on (other boundaries take it through `package` access), never keep it.
+public struct PassingBuffer {
+    package let buffer: UnsafeMutableRawPointer
+    package let pad: UnsafeMutableRawPointer
+    /// A keyframe (no GST_BUFFER_FLAG_DELTA_UNIT).
+    public let isKeyframe: Bool
+    public var size: Int { Int(gst_buffer_get_size(buffer.assumingMemoryBound(to: GstBuffer.self))) }
+
+    /// The buffer's timestamp as running time in the pad's segment (what a live source stamped at capture).
+    public var runningTime: ClockTime? {
+        let typed = buffer.assumingMemoryBound(to: GstBuffer.self)
+        guard cgst_clock_time_is_valid(cgst_buffer_pts(typed)) != 0 else { return nil }
+        return Pad.runningTime(of: cgst_buffer_pts(typed), on: pad.assumingMemoryBound(to: GstPad.self))
+    }
+
+    /// The base time of the pad's element (its pipeline's): `baseTime + runningTime` is the clock time.
+    public var baseTime: ClockTime? {
+        guard let element = gst_pad_get_parent_element(pad.assumingMemoryBound(to: GstPad.self)) else { return nil }
+        defer { gst_object_unref(UnsafeMutableRawPointer(element)) }
+        return gst_element_get_base_time(element)
+    }
+
+    /// A copy of the bytes (costly: for tests and benchmarks, not the data path).
+    public func copyBytes() -> Data {
+        let typed = buffer.assumingMemoryBound(to: GstBuffer.self)
+        var bytes = [UInt8](repeating: 0, count: size)
+        let copied = bytes.withUnsafeMutableBytes { gst_buffer_extract(typed, 0, $0.baseAddress, gsize($0.count)) }
+        return Data(bytes.prefix(Int(copied)))
+    }
+}
+
+extension Pad {
+    /// Runs `action` on the streaming thread for every buffer passing this
+    /// pad, for as long as the pad lives. Keep it cheap and never blocking:
+    /// it is on the data path (the recording's, for the RTSP stream's tap).
+    public func onEveryPassingBuffer(_ action: @escaping (PassingBuffer) -> Void) {
+        let box = CallbackBox(action)
+        _ = gst_pad_add_probe(pointer, GST_PAD_PROBE_TYPE_BUFFER, { pad, info, data in
+            guard let pad, let info, let data, let buffer = cgst_pad_probe_info_buffer(info) else { return GST_PAD_PROBE_OK }
+            CallbackBox<(PassingBuffer) -> Void>.from(data)(
+                PassingBuffer(buffer: UnsafeMutableRawPointer(buffer), pad: UnsafeMutableRawPointer(pad),
+                              isKeyframe: cgst_buffer_is_delta(buffer) == 0))
+            return GST_PAD_PROBE_OK
+        }, box.retainedPointer, { CallbackBox<(PassingBuffer) -> Void>.release($0) })
+    }
+}
+
+extension Pad: Equatable {
+    /// The same GstPad.
+    public static func == (a: Pad, b: Pad) -> Bool { a.pointer == b.pointer }
 }
