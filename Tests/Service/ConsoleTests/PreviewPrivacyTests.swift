@@ -14,20 +14,7 @@ import RecorderTestSupport
 final class PreviewPrivacyTests: XCTestCase {
     /// A fixed camera on the coffee photo with the astronaut standing in it, face about 110 px high.
     func faceClip(in dir: TemporaryDirectory) throws -> URL {
-        let background = try decodeFrames(testAsset("coffee.png"))[0].resized(width: 640, height: 360)
-        let astronaut = try decodeFrames(testAsset("astronaut.png"))[0]
-        let face = try XCTUnwrap(try faces(in: astronaut, inputWidth: 512).first)
-        let scale = 110 / face.height
-        var frames: [RawImage] = []
-        for i in 0..<150 {
-            var frame = background
-            // A slow sway, so the picture changes as a real scene does.
-            frame.draw(astronaut, x: 260 + 20 * sin(Double(i) / 15) - face.x * scale, y: 90 - face.y * scale, scale: scale)
-            frames.append(frame)
-        }
-        let url = dir.file("standing.mp4")
-        try writeClip(frames, to: url)
-        return url
+        try standingAstronautClip(in: dir) { try faces(in: $0, inputWidth: 512) }
     }
 
     func faces(in image: RawImage, inputWidth: Int = 640) throws -> [FaceRect] {
